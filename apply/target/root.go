@@ -1,0 +1,467 @@
+// Package target is the one door through which seedinit changes a root
+// filesystem: the running system's "/", an initramfs's /sysroot, or a test's
+// temporary directory.
+//
+// Paths are resolved as if the target were "/": symlinks inside it are
+// followed, absolute ones from the target's top, and ".." stops at the top, so
+// no path handed to a Root ever reaches outside it. On top of that resolution
+// every operation goes through os.Root, which refuses an escape even if the
+// tree changes under us between the two steps. Writes are atomic: a temporary
+// file in the same directory gets its content, mode and owner, is synced and
+// renamed over the old one, so a crash leaves either the old file or the new.
+package target
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// maxSymlinks matches the kernel's MAXSYMLINKS: deeper chains are loops.
+const maxSymlinks = 40
+
+// Owner is a numeric owner for a file; -1 in a field keeps what is there
+// (for a new file: the writer's own id).
+type Owner struct{ UID, GID int }
+
+// KeepOwner leaves ownership alone.
+var KeepOwner = Owner{UID: -1, GID: -1}
+
+// Root is an open target root.
+type Root struct {
+	dir  string
+	root *os.Root
+}
+
+// Open opens dir as a target root. dir must exist.
+func Open(dir string) (*Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open target root %s: %w", dir, err)
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open target root %s: %w", dir, err)
+	}
+	return &Root{dir: abs, root: r}, nil
+}
+
+// Close releases the root's directory handle.
+func (r *Root) Close() error { return r.root.Close() }
+
+// Dir is the host path of the target's top directory.
+func (r *Root) Dir() string { return r.dir }
+
+// IsHostRoot reports whether the target is the running system's own "/".
+func (r *Root) IsHostRoot() bool { return r.dir == "/" }
+
+// Resolve returns the target-relative path (no leading slash, "." for the
+// top) that name refers to, with every symlink resolved inside the target.
+// Components that do not exist yet are kept as they are.
+func (r *Root) Resolve(name string) (string, error) { return r.resolve(name, true) }
+
+// HostPath is the path on the host of name inside the target, symlinks
+// resolved. Use it only to hand a path to something outside seedinit (a
+// chrooted command's working file); seedinit's own I/O goes through Root.
+func (r *Root) HostPath(name string) (string, error) {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(r.dir, rel), nil
+}
+
+func (r *Root) resolve(name string, followLast bool) (string, error) {
+	pending := splitPath(name)
+	var done []string
+	links := 0
+	for len(pending) > 0 {
+		part := pending[0]
+		pending = pending[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		candidate := path.Join(append(append([]string{}, done...), part)...)
+		if len(pending) == 0 && !followLast {
+			done = append(done, part)
+			break
+		}
+		fi, err := r.root.Lstat(candidate)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				done = append(done, part)
+				continue
+			}
+			return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, part)
+			continue
+		}
+		links++
+		if links > maxSymlinks {
+			return "", fmt.Errorf("resolve %s in %s: too many levels of symbolic links", name, r.dir)
+		}
+		dest, err := r.root.Readlink(candidate)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, err)
+		}
+		if strings.HasPrefix(dest, "/") {
+			done = nil
+		}
+		pending = append(splitPath(dest), pending...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
+}
+
+func splitPath(p string) []string {
+	return strings.Split(strings.Trim(p, "/"), "/")
+}
+
+// ReadFile reads name inside the target.
+func (r *Root) ReadFile(name string) ([]byte, error) {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.root.ReadFile(rel)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, unwrapPath(err))
+	}
+	return b, nil
+}
+
+// Open opens name for reading.
+func (r *Root) Open(name string) (*os.File, error) {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.root.Open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, unwrapPath(err))
+	}
+	return f, nil
+}
+
+// Stat follows symlinks; Lstat describes a final symlink itself.
+func (r *Root) Stat(name string) (fs.FileInfo, error) {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return r.root.Stat(rel)
+}
+
+// Lstat is Stat without following a symlink in the last component.
+func (r *Root) Lstat(name string) (fs.FileInfo, error) {
+	rel, err := r.resolve(name, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.root.Lstat(rel)
+}
+
+// Exists reports whether name exists (following symlinks).
+func (r *Root) Exists(name string) bool {
+	_, err := r.Stat(name)
+	return err == nil
+}
+
+// ReadDir lists a directory, sorted by name.
+func (r *Root) ReadDir(name string) ([]fs.DirEntry, error) {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(r.root.FS(), rel)
+}
+
+// Readlink returns a symlink's destination as stored.
+func (r *Root) Readlink(name string) (string, error) {
+	rel, err := r.resolve(name, false)
+	if err != nil {
+		return "", err
+	}
+	return r.root.Readlink(rel)
+}
+
+// MkdirAll creates name and any missing parents. Directories it creates get
+// mode and owner; existing ones are left as they are.
+func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return nil
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		dir := path.Join(parts[:i+1]...)
+		fi, err := r.root.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("create directory %s: %s is not a directory", name, "/"+dir)
+			}
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
+		}
+		if err := r.root.Mkdir(dir, mode.Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
+		}
+		// Mkdir is subject to the umask; the caller's mode is what it asked for.
+		if err := r.root.Chmod(dir, mode); err != nil {
+			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
+		}
+		if err := r.chown(dir, owner); err != nil {
+			return fmt.Errorf("create directory %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// WriteFile replaces name with data atomically, with mode and owner set
+// before the file appears under its name. Missing parent directories are
+// created 0755, owned by root. A symlink at name is followed: the file it
+// points to (inside the target) is replaced, as a plain write would.
+func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("write %s: is the target's top directory", name)
+	}
+	if err := r.MkdirAll(path.Dir(rel), 0o755, Owner{UID: 0, GID: 0}.orKeep(r)); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp, f, err := r.createTemp(rel, mode)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			r.root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
+	}
+	if owner.UID >= 0 || owner.GID >= 0 {
+		if err := f.Chown(owner.UID, owner.GID); err != nil {
+			return fmt.Errorf("write %s: set owner %d:%d: %w", name, owner.UID, owner.GID, unwrapPath(err))
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync: %w", name, unwrapPath(err))
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+	}
+	if err := r.root.Rename(tmp, rel); err != nil {
+		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+	}
+	committed = true
+	r.syncDir(path.Dir(rel))
+	return nil
+}
+
+// WriteFileIfChanged writes only when the content, mode or owner differ, so
+// that a re-run leaves mtimes alone. It reports whether it wrote.
+func (r *Root) WriteFileIfChanged(name string, data []byte, mode fs.FileMode, owner Owner) (bool, error) {
+	if old, err := r.ReadFile(name); err == nil && bytes.Equal(old, data) {
+		if fi, err := r.Stat(name); err == nil && fi.Mode().Perm() == mode.Perm() && ownerMatches(fi, owner) {
+			return false, nil
+		}
+	}
+	return true, r.WriteFile(name, data, mode, owner)
+}
+
+// AppendFile adds data at the end of name (creating it with mode and owner
+// if missing), atomically: the result is written whole and renamed in.
+func (r *Root) AppendFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
+	old, err := r.ReadFile(name)
+	switch {
+	case err == nil:
+		if fi, err := r.Stat(name); err == nil {
+			mode = fi.Mode().Perm()
+			if owner == KeepOwner {
+				owner = fileOwner(fi)
+			}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return err
+	}
+	return r.WriteFile(name, append(old, data...), mode, owner)
+}
+
+// Symlink makes name a symlink to dest (stored as given), replacing
+// whatever non-directory was at name, atomically.
+func (r *Root) Symlink(dest, name string) error {
+	rel, err := r.resolve(name, false)
+	if err != nil {
+		return err
+	}
+	if cur, err := r.root.Readlink(rel); err == nil && cur == dest {
+		return nil
+	}
+	if err := r.MkdirAll(path.Dir(rel), 0o755, KeepOwner); err != nil {
+		return fmt.Errorf("symlink %s: %w", name, err)
+	}
+	tmp := tempName(rel)
+	if err := r.root.Symlink(dest, tmp); err != nil {
+		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
+	}
+	if err := r.root.Rename(tmp, rel); err != nil {
+		r.root.Remove(tmp)
+		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
+	}
+	return nil
+}
+
+// Remove deletes a file, an empty directory or a symlink (not its target).
+// A missing name is not an error.
+func (r *Root) Remove(name string) error {
+	rel, err := r.resolve(name, false)
+	if err != nil {
+		return err
+	}
+	if err := r.root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
+	}
+	return nil
+}
+
+// RemoveAll deletes name and everything below it, never following symlinks.
+func (r *Root) RemoveAll(name string) error {
+	rel, err := r.resolve(name, false)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("remove %s: refusing to remove the target's top directory", name)
+	}
+	if err := r.root.RemoveAll(rel); err != nil {
+		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
+	}
+	return nil
+}
+
+// Chmod sets name's mode.
+func (r *Root) Chmod(name string, mode fs.FileMode) error {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if err := r.root.Chmod(rel, mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", name, unwrapPath(err))
+	}
+	return nil
+}
+
+// Chown sets name's owner; -1 keeps a field.
+func (r *Root) Chown(name string, owner Owner) error {
+	rel, err := r.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if err := r.chown(rel, owner); err != nil {
+		return fmt.Errorf("chown %s: %w", name, err)
+	}
+	return nil
+}
+
+func (r *Root) chown(rel string, owner Owner) error {
+	if owner.UID < 0 && owner.GID < 0 {
+		return nil
+	}
+	return unwrapPath(r.root.Lchown(rel, owner.UID, owner.GID))
+}
+
+func (r *Root) createTemp(rel string, mode fs.FileMode) (string, *os.File, error) {
+	for range 10 {
+		tmp := tempName(rel)
+		f, err := r.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, unwrapPath(err)
+		}
+		return tmp, f, nil
+	}
+	return "", nil, errors.New("could not create a temporary file")
+}
+
+func (r *Root) syncDir(rel string) {
+	if d, err := r.root.Open(rel); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+func tempName(rel string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return path.Join(path.Dir(rel), "."+path.Base(rel)+".seedinit-"+hex.EncodeToString(b[:]))
+}
+
+// orKeep makes root-owned creation a no-op when seedinit does not run as
+// root (tests), where chown would fail.
+func (o Owner) orKeep(*Root) Owner {
+	if os.Geteuid() != 0 {
+		return KeepOwner
+	}
+	return o
+}
+
+func fileOwner(fi fs.FileInfo) Owner {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return Owner{UID: int(st.Uid), GID: int(st.Gid)}
+	}
+	return KeepOwner
+}
+
+func ownerMatches(fi fs.FileInfo, want Owner) bool {
+	have := fileOwner(fi)
+	return (want.UID < 0 || want.UID == have.UID) && (want.GID < 0 || want.GID == have.GID)
+}
+
+// unwrapPath drops os.Root's own *PathError wrapper, whose path is the
+// resolved one: callers name the path the user gave.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+var _ io.Closer = (*Root)(nil)

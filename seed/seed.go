@@ -1,0 +1,33 @@
+// Package seed finds and reads what the cloud hands an instance: metadata,
+// user-data, vendor-data and network config. It decodes user-data into parts
+// (cloud-configs, scripts, boothooks) with cloud-init's rules. It never
+// changes the system: datasources return data and the caller applies it.
+package seed
+
+// Seed is one instance's data, as a datasource found it.
+type Seed struct {
+	// Datasource is cloud-init's name for the source ("NoCloud",
+	// "ConfigDrive", "OpenStack", "Ec2" ...), shown by status and query.
+	Datasource string
+	// Subplatform says where exactly it came from: "seed-dir (/path)",
+	// "config-disk (/dev/sr0)", "metadata (http://...)".
+	Subplatform string
+	// Platform and CloudName are cloud-init's v1.platform and v1.cloud_name.
+	Platform  string
+	CloudName string
+
+	InstanceID       string
+	LocalHostname    string
+	Region           string
+	AvailabilityZone string
+	PublicKeys       []string
+	// Metadata is the datasource's metadata tree as it came (ds.meta_data).
+	Metadata map[string]any
+
+	UserData   []byte
+	VendorData []byte
+	// NetworkConfig is the raw network configuration and NetworkFormat its
+	// kind: "v1", "v2" (cloud-init YAML), "network_data.json", "eni", "".
+	NetworkConfig []byte
+	NetworkFormat string
+}
