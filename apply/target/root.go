@@ -23,6 +23,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -40,6 +41,39 @@ var KeepOwner = Owner{UID: -1, GID: -1}
 type Root struct {
 	dir  string
 	root *os.Root
+
+	mu      sync.Mutex
+	changes []Change
+}
+
+// Change is one modification seedinit made in the target, kept so that a
+// run can report what each module changed.
+type Change struct {
+	Op   string // "write", "mkdir", "symlink", "remove", "chmod", "chown"
+	Path string // as the caller named it
+}
+
+func (r *Root) record(op, name string) {
+	r.mu.Lock()
+	r.changes = append(r.changes, Change{Op: op, Path: name})
+	r.mu.Unlock()
+}
+
+// Changes returns the changes made since the n-th one (0: all).
+func (r *Root) Changes(n int) []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n >= len(r.changes) {
+		return nil
+	}
+	return append([]Change(nil), r.changes[n:]...)
+}
+
+// ChangeCount is the number of changes made so far.
+func (r *Root) ChangeCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.changes)
 }
 
 // Open opens dir as a target root. dir must exist.
@@ -237,6 +271,7 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 		if err := r.chown(dir, owner); err != nil {
 			return fmt.Errorf("create directory %s: %w", name, err)
 		}
+		r.record("mkdir", "/"+dir)
 	}
 	return nil
 }
@@ -289,6 +324,7 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 	}
 	committed = true
 	r.syncDir(path.Dir(rel))
+	r.record("write", name)
 	return nil
 }
 
@@ -343,6 +379,7 @@ func (r *Root) Symlink(dest, name string) error {
 		r.root.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
 	}
+	r.record("symlink", name)
 	return nil
 }
 
@@ -353,9 +390,13 @@ func (r *Root) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.root.Remove(rel); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
 	}
+	r.record("remove", name)
 	return nil
 }
 
@@ -368,9 +409,13 @@ func (r *Root) RemoveAll(name string) error {
 	if rel == "." {
 		return fmt.Errorf("remove %s: refusing to remove the target's top directory", name)
 	}
+	if _, err := r.root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err := r.root.RemoveAll(rel); err != nil {
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
 	}
+	r.record("remove", name)
 	return nil
 }
 
@@ -383,6 +428,7 @@ func (r *Root) Chmod(name string, mode fs.FileMode) error {
 	if err := r.root.Chmod(rel, mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", name, unwrapPath(err))
 	}
+	r.record("chmod", name)
 	return nil
 }
 
@@ -395,6 +441,7 @@ func (r *Root) Chown(name string, owner Owner) error {
 	if err := r.chown(rel, owner); err != nil {
 		return fmt.Errorf("chown %s: %w", name, err)
 	}
+	r.record("chown", name)
 	return nil
 }
 
