@@ -6,7 +6,11 @@
 // 0644 is octal, 1_000 and 1:20 are integers, 1e3 is a string. Values come
 // out as map[string]any, []any, string, bool, int64, float64 and nil.
 // Mapping keys that are not strings are spelled as json.dumps would spell
-// them, because everything downstream compares against cloud-init's JSON.
+// them, because everything downstream compares against cloud-init's JSON;
+// equal numbers (1, 1.0, true) are one key, as in a Python dict. Explicit
+// tags run PyYAML's constructors (!!float '1e3' is 1000.0). An alias shares
+// its anchor's value, as PyYAML shares the object, and the expansion of
+// aliases is bounded.
 package yaml11
 
 import (
@@ -41,6 +45,10 @@ var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Load decodes a single YAML document. An empty document is nil. More than
 // one document is an error, as with safe_load.
+//
+// An alias yields the very value its anchor produced, as PyYAML gives the
+// same object: changing a loaded map changes it wherever it was aliased.
+// A document that contains itself through an alias is an error.
 func Load(data []byte) (any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -48,45 +56,145 @@ func Load(data []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, parserError(err)
+		return nil, parserError(err, data)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Error{Line: extra.Line, Msg: "expected a single document in the stream, found another"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, parserError(err)
+		return nil, parserError(err, data)
 	}
-	return convert(&doc, 0)
+	c := &converter{done: map[*yaml.Node]any{}, active: map[*yaml.Node]bool{}, size: map[*yaml.Node]int{}}
+	return c.convert(&doc, 0)
 }
 
-func parserError(err error) error {
-	msg := err.Error()
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &Error{Line: n, Msg: m[2]}
-	}
-	return &Error{Msg: strings.TrimPrefix(msg, "yaml: ")}
+// parserProblems are the messages of libyaml's parser (not scanner)
+// errors, for which yaml.v3 reports a 0-based line.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
 }
 
-// maxDepth bounds nesting and alias expansion (billion laughs).
+var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+func parserError(err error, data []byte) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		if parserProblems[msg] {
+			line++
+		}
+	} else if parserProblems[msg] {
+		// yaml.v3 leaves out "line 0": the problem is on the first line.
+		line = 1
+	} else if m := unknownAnchorRE.FindStringSubmatch(msg); m != nil {
+		line = lineOf(data, "*"+m[1])
+	}
+	return &Error{Line: line, Msg: msg}
+}
+
+// lineOf is the 1-based line where needle first occurs, 0 if nowhere.
+func lineOf(data []byte, needle string) int {
+	i := bytes.Index(data, []byte(needle))
+	if i < 0 {
+		return 0
+	}
+	return 1 + bytes.Count(data[:i], []byte("\n"))
+}
+
+// maxDepth bounds nesting, so that a hostile document cannot exhaust the
+// stack.
 const maxDepth = 200
 
-func convert(n *yaml.Node, depth int) (any, error) {
+// converter turns nodes into values. done holds the value of each anchored
+// node already converted, so that aliases share it (and a billion laughs
+// costs nothing); active holds the nodes being converted, to refuse an
+// alias to an enclosing node.
+type converter struct {
+	done   map[*yaml.Node]any
+	active map[*yaml.Node]bool
+	// size is how many nodes an anchored node stands for once aliases
+	// are expanded, and expanded the running total for the document:
+	// sharing makes a billion laughs cheap to load, but not to walk, so
+	// the expansion is bounded as if every alias were a copy.
+	size     map[*yaml.Node]int
+	expanded int
+}
+
+// maxExpanded bounds the nodes a document stands for with its aliases
+// expanded; far above any real cloud-config.
+const maxExpanded = 1 << 22
+
+func (c *converter) convert(n *yaml.Node, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, &Error{Line: n.Line, Msg: "nesting too deep"}
 	}
+	if n.Kind == yaml.AliasNode {
+		target := n.Alias
+		if c.active[target] {
+			return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("alias *%s refers to a node that contains it", n.Value)}
+		}
+		if v, ok := c.done[target]; ok {
+			c.expanded += c.size[target]
+			if c.expanded > maxExpanded {
+				return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("aliases expand the document beyond %d nodes", maxExpanded)}
+			}
+			return v, nil
+		}
+		return c.convert(target, depth+1)
+	}
+	c.expanded++
+	if c.expanded > maxExpanded {
+		return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("aliases expand the document beyond %d nodes", maxExpanded)}
+	}
+	before := c.expanded
+	if n.Anchor != "" {
+		c.active[n] = true
+		defer delete(c.active, n)
+	}
+	v, err := c.convertNode(n, depth)
+	if err != nil {
+		return nil, err
+	}
+	if n.Anchor != "" {
+		c.done[n] = v
+		c.size[n] = c.expanded - before + 1
+	}
+	return v, nil
+}
+
+func (c *converter) convertNode(n *yaml.Node, depth int) (any, error) {
+	explicit := n.Style&yaml.TaggedStyle != 0
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return convert(n.Content[0], depth+1)
-	case yaml.AliasNode:
-		return convert(n.Alias, depth+1)
+		return c.convert(n.Content[0], depth+1)
 	case yaml.SequenceNode:
+		if explicit {
+			switch n.Tag {
+			case "!!seq":
+			case "!!omap", "!!pairs":
+				return c.convertPairs(n, depth)
+			default:
+				return nil, tagError(n)
+			}
+		}
 		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := convert(c, depth+1)
+		for _, e := range n.Content {
+			v, err := c.convert(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -94,27 +202,69 @@ func convert(n *yaml.Node, depth int) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
-		return convertMapping(n, depth)
+		if explicit && n.Tag != "!!map" && n.Tag != "!!set" {
+			return nil, tagError(n)
+		}
+		return c.convertMapping(n, depth)
 	case yaml.ScalarNode:
 		return scalar(n)
 	}
 	return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("unexpected node kind %d", n.Kind)}
 }
 
-func convertMapping(n *yaml.Node, depth int) (map[string]any, error) {
+func tagError(n *yaml.Node) error {
+	switch n.Tag {
+	case "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp":
+		return &Error{Line: n.Line, Msg: "expected a scalar node for " + n.Tag}
+	case "!!seq", "!!omap", "!!pairs":
+		return &Error{Line: n.Line, Msg: "expected a sequence node for " + n.Tag}
+	case "!!map", "!!set":
+		return &Error{Line: n.Line, Msg: "expected a mapping node for " + n.Tag}
+	}
+	return &Error{Line: n.Line, Msg: fmt.Sprintf("could not determine a constructor for the tag %s", n.Tag)}
+}
+
+// convertPairs builds !!omap and !!pairs as PyYAML's safe loader does: a
+// list of [key, value] pairs from a sequence of one-entry mappings.
+func (c *converter) convertPairs(n *yaml.Node, depth int) (any, error) {
+	out := make([]any, 0, len(n.Content))
+	for _, e := range n.Content {
+		if e.Kind != yaml.MappingNode || len(e.Content) != 2 {
+			return nil, &Error{Line: e.Line, Msg: "expected a single mapping item in " + n.Tag}
+		}
+		k, err := c.convert(e.Content[0], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		v, err := c.convert(e.Content[1], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, []any{k, v})
+	}
+	return out, nil
+}
+
+func (c *converter) convertMapping(n *yaml.Node, depth int) (map[string]any, error) {
+	if depth > maxDepth {
+		return nil, &Error{Line: n.Line, Msg: "nesting too deep"}
+	}
 	out := make(map[string]any, len(n.Content)/2)
+	// Python's dict treats equal numbers (1, 1.0, True) as one key and
+	// keeps the spelling of the first; json.dumps then writes that one.
+	spelling := map[string]string{}
 	var merges []map[string]any
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-			ms, err := mergeSources(v, depth)
+			ms, err := c.mergeSources(v, depth)
 			if err != nil {
 				return nil, err
 			}
 			merges = append(merges, ms...)
 			continue
 		}
-		key, err := convert(k, depth+1)
+		key, err := c.convert(k, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +272,14 @@ func convertMapping(n *yaml.Node, depth int) (map[string]any, error) {
 		if err != nil {
 			return nil, &Error{Line: k.Line, Msg: err.Error()}
 		}
-		val, err := convert(v, depth+1)
+		if id, numeric := numericKey(key); numeric {
+			if first, seen := spelling[id]; seen {
+				ks = first
+			} else {
+				spelling[id] = ks
+			}
+		}
+		val, err := c.convert(v, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -139,27 +296,55 @@ func convertMapping(n *yaml.Node, depth int) (map[string]any, error) {
 	return out, nil
 }
 
-func mergeSources(v *yaml.Node, depth int) ([]map[string]any, error) {
-	if v.Kind == yaml.AliasNode {
-		v = v.Alias
+// numericKey gives the identity Python's dict uses for a number key.
+func numericKey(k any) (string, bool) {
+	switch v := k.(type) {
+	case bool:
+		if v {
+			return "1", true
+		}
+		return "0", true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<63 {
+			return strconv.FormatInt(int64(v), 10), true
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), true
 	}
-	switch v.Kind {
+	return "", false
+}
+
+func (c *converter) mergeSources(v *yaml.Node, depth int) ([]map[string]any, error) {
+	if depth > maxDepth {
+		return nil, &Error{Line: v.Line, Msg: "nesting too deep"}
+	}
+	one := func(n *yaml.Node) (map[string]any, error) {
+		val, err := c.convert(n, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		m, ok := val.(map[string]any)
+		if !ok {
+			return nil, &Error{Line: n.Line, Msg: "merge key expects a mapping or a list of mappings"}
+		}
+		return m, nil
+	}
+	target := v
+	if target.Kind == yaml.AliasNode {
+		target = target.Alias
+	}
+	switch target.Kind {
 	case yaml.MappingNode:
-		m, err := convertMapping(v, depth+1)
+		m, err := one(v)
 		if err != nil {
 			return nil, err
 		}
 		return []map[string]any{m}, nil
 	case yaml.SequenceNode:
 		var out []map[string]any
-		for _, c := range v.Content {
-			if c.Kind == yaml.AliasNode {
-				c = c.Alias
-			}
-			if c.Kind != yaml.MappingNode {
-				return nil, &Error{Line: c.Line, Msg: "merge key expects a mapping or a list of mappings"}
-			}
-			m, err := convertMapping(c, depth+1)
+		for _, e := range target.Content {
+			m, err := one(e)
 			if err != nil {
 				return nil, err
 			}
@@ -199,15 +384,15 @@ func FormatFloat(f float64) string {
 	case math.IsNaN(f):
 		return "NaN"
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if exp := strings.IndexByte(s, 'e'); exp >= 0 {
-		// Python writes 1e+20, Go 1e+20: the same, but Python switches to
-		// exponent form only from 1e16 on and below 1e-4.
-		if f != 0 && math.Abs(f) < 1e16 && math.Abs(f) >= 1e-4 {
-			s = strconv.FormatFloat(f, 'f', -1, 64)
-		}
+	// Python's repr uses the exponent form below 1e-4 and from 1e16 on;
+	// Go's shortest 'g' switches at other points.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if f != 0 && (exp < -4 || exp >= 16) {
+		return e
 	}
-	if !strings.ContainsAny(s, ".eEIN") {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
 		s += ".0"
 	}
 	return s
@@ -216,12 +401,11 @@ func FormatFloat(f float64) string {
 var (
 	boolRE  = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
 	intRE   = regexp.MustCompile(`^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
-	floatRE = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
+	floatRE = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
 	nullRE  = regexp.MustCompile(`^(?:~|null|Null|NULL|)$`)
 )
 
 func scalar(n *yaml.Node) (any, error) {
-	tag := n.Tag
 	plain := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
 	explicit := n.Style&yaml.TaggedStyle != 0
 	if plain && !explicit {
@@ -230,42 +414,57 @@ func scalar(n *yaml.Node) (any, error) {
 	if !explicit {
 		return n.Value, nil
 	}
-	switch tag {
-	case "!!str":
+	// An explicit tag runs PyYAML's constructor on the text, whatever the
+	// text looks like: !!float '1e3' is 1000.0, !!null 'x' is null.
+	switch n.Tag {
+	case "!!str", "!!python/unicode":
+		// cloud-init's loader adds python/unicode to safe_load's tags.
 		return n.Value, nil
-	case "!!bool", "!!int", "!!float", "!!null":
-		v, err := resolvePlain(n.Value, n.Line)
-		if err != nil {
-			return nil, err
+	case "!!bool":
+		switch strings.ToLower(n.Value) {
+		case "yes", "true", "on":
+			return true, nil
+		case "no", "false", "off":
+			return false, nil
 		}
-		if !tagMatches(tag, v) {
-			return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("%q is not a valid %s", n.Value, tag)}
+		return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("%q is not a valid !!bool", n.Value)}
+	case "!!int":
+		v, err := constructInt(n.Value)
+		if err != nil {
+			return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("%q is not a valid !!int", n.Value)}
 		}
 		return v, nil
-	case "!!binary":
-		b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(n.Value), ""))
+	case "!!float":
+		v, err := constructFloat(n.Value)
 		if err != nil {
-			return nil, &Error{Line: n.Line, Msg: "invalid !!binary: " + err.Error()}
+			return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("%q is not a valid !!float", n.Value)}
+		}
+		return v, nil
+	case "!!null":
+		return nil, nil
+	case "!!binary":
+		b, err := decodeBinary(n.Value)
+		if err != nil {
+			return nil, &Error{Line: n.Line, Msg: "failed to decode !!binary base64 data: " + err.Error()}
 		}
 		return string(b), nil
 	case "!!timestamp":
 		return n.Value, nil
 	}
-	return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("could not determine a constructor for the tag %s", tag)}
+	return nil, tagError(n)
 }
 
-func tagMatches(tag string, v any) bool {
-	switch v.(type) {
-	case bool:
-		return tag == "!!bool"
-	case int64:
-		return tag == "!!int" || tag == "!!float"
-	case float64:
-		return tag == "!!float"
-	case nil:
-		return tag == "!!null"
-	}
-	return false
+// decodeBinary decodes base64 as Python's base64.decodebytes does:
+// characters outside the alphabet are skipped, padding is required.
+func decodeBinary(s string) ([]byte, error) {
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '+', r == '/', r == '=':
+			return r
+		}
+		return -1
+	}, s)
+	return base64.StdEncoding.DecodeString(clean)
 }
 
 func resolvePlain(s string, line int) (any, error) {
@@ -281,85 +480,135 @@ func resolvePlain(s string, line int) (any, error) {
 		}
 		return false, nil
 	case intRE.MatchString(s):
-		return parseInt(s, line)
+		v, err := constructInt(s)
+		if err != nil {
+			// PyYAML raises ValueError (0b_, 0x_): the document fails.
+			return nil, &Error{Line: line, Msg: fmt.Sprintf("invalid integer %q", s)}
+		}
+		return v, nil
 	case floatRE.MatchString(s):
-		return parseFloat(s, line)
+		v, err := constructFloat(s)
+		if err != nil {
+			return nil, &Error{Line: line, Msg: fmt.Sprintf("invalid float %q", s)}
+		}
+		return v, nil
 	}
 	return s, nil
 }
 
-func parseInt(s string, line int) (any, error) {
+var errNotNumber = errors.New("not a number")
+
+// constructInt is PyYAML's construct_yaml_int. An integer beyond int64
+// stays text: Python's ints are unbounded, ours are not, and a string keeps
+// every digit.
+func constructInt(s string) (any, error) {
 	v := strings.ReplaceAll(s, "_", "")
-	sign := int64(1)
-	switch {
-	case strings.HasPrefix(v, "-"):
-		sign, v = -1, v[1:]
-	case strings.HasPrefix(v, "+"):
+	if v == "" {
+		return nil, errNotNumber
+	}
+	neg := v[0] == '-'
+	if v[0] == '-' || v[0] == '+' {
 		v = v[1:]
 	}
-	var n int64
+	var u uint64
 	var err error
 	switch {
 	case v == "0":
 		return int64(0), nil
 	case strings.HasPrefix(v, "0b"):
-		n, err = strconv.ParseInt(v[2:], 2, 64)
+		u, err = parseDigits(v[2:], 2)
 	case strings.HasPrefix(v, "0x"):
-		n, err = strconv.ParseInt(v[2:], 16, 64)
+		u, err = parseDigits(v[2:], 16)
 	case strings.HasPrefix(v, "0"):
-		n, err = strconv.ParseInt(v[1:], 8, 64)
+		// Python's int(v, 8) also takes an 0o prefix.
+		digits := v[1:]
+		if strings.HasPrefix(v, "0o") || strings.HasPrefix(v, "0O") {
+			digits = v[2:]
+		}
+		u, err = parseDigits(digits, 8)
 	case strings.Contains(v, ":"):
 		for _, d := range strings.Split(v, ":") {
-			x, e := strconv.ParseInt(d, 10, 64)
+			x, e := parseDigits(d, 10)
 			if e != nil {
-				err = e
-				break
+				return nil, e
 			}
-			n = n*60 + x
+			if u > (math.MaxUint64-x)/60 {
+				return s, nil
+			}
+			u = u*60 + x
 		}
 	default:
-		n, err = strconv.ParseInt(v, 10, 64)
+		u, err = parseDigits(strings.TrimSpace(v), 10)
 	}
-	if err != nil {
-		// Python's ints are unbounded; ours are not. Keep the text rather
-		// than guess, so nothing is silently changed.
+	if errors.Is(err, strconv.ErrRange) {
 		return s, nil
 	}
-	return sign * n, nil
+	if err != nil {
+		return nil, err
+	}
+	if neg {
+		if u > 1<<63 {
+			return s, nil
+		}
+		return -int64(u), nil
+	}
+	if u > math.MaxInt64 {
+		return s, nil
+	}
+	return int64(u), nil
 }
 
-func parseFloat(s string, line int) (any, error) {
-	v := strings.ReplaceAll(s, "_", "")
-	switch strings.ToLower(strings.TrimLeft(v, "+-")) {
-	case ".inf":
-		if strings.HasPrefix(v, "-") {
-			return math.Inf(-1), nil
-		}
-		return math.Inf(1), nil
-	case ".nan":
-		return math.NaN(), nil
+func parseDigits(d string, base int) (uint64, error) {
+	if d == "" || strings.ContainsAny(d, "+-") {
+		return 0, errNotNumber
 	}
-	if strings.Contains(v, ":") {
-		sign := 1.0
-		switch {
-		case strings.HasPrefix(v, "-"):
-			sign, v = -1, v[1:]
-		case strings.HasPrefix(v, "+"):
-			v = v[1:]
-		}
+	return strconv.ParseUint(d, base, 64)
+}
+
+// constructFloat is PyYAML's construct_yaml_float: Python's float() on
+// the text without underscores, plus .inf, .nan and base-60 parts.
+func constructFloat(s string) (float64, error) {
+	v := strings.ToLower(strings.ReplaceAll(s, "_", ""))
+	if v == "" {
+		return 0, errNotNumber
+	}
+	sign := 1.0
+	if v[0] == '-' {
+		sign = -1
+	}
+	if v[0] == '-' || v[0] == '+' {
+		v = v[1:]
+	}
+	switch {
+	case v == ".inf":
+		return sign * math.Inf(1), nil
+	case v == ".nan":
+		return math.NaN(), nil
+	case strings.Contains(v, ":"):
 		var f float64
 		for _, d := range strings.Split(v, ":") {
-			x, err := strconv.ParseFloat(d, 64)
+			x, err := pyFloat(d)
 			if err != nil {
-				return nil, &Error{Line: line, Msg: fmt.Sprintf("invalid float %q", s)}
+				return 0, err
 			}
 			f = f*60 + x
 		}
 		return sign * f, nil
 	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return nil, &Error{Line: line, Msg: fmt.Sprintf("invalid float %q", s)}
+	f, err := pyFloat(v)
+	return sign * f, err
+}
+
+// pyFloat is Python's float() for decimal text: surrounding space allowed,
+// "inf" and "nan" spelled out, no hexadecimal.
+func pyFloat(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.ContainsAny(s, "xXpP") {
+		return 0, errNotNumber
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, err
 	}
 	return f, nil
 }

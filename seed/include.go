@@ -1,0 +1,292 @@
+package seed
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// IncludeCache keeps the content of #include-once URLs. cloud-init fetches
+// such a URL once per instance, stores the content under the instance's
+// data/urlcache, and reads it from there ever after, even when the URL
+// has stopped answering (one-time tokens are the point of it).
+type IncludeCache interface {
+	// Get returns the content kept for url, if any.
+	Get(url string) (content []byte, ok bool)
+	// Put keeps content for url.
+	Put(url string, content []byte) error
+}
+
+// IncludeOnceKey is the file name cloud-init gives url's content in its
+// urlcache directory: the MD5 of the URL in hex.
+func IncludeOnceKey(rawURL string) string {
+	sum := md5.Sum([]byte(rawURL))
+	return hex.EncodeToString(sum[:])
+}
+
+// IncludeOnceDir is cloud-init's urlcache directory in the target root.
+const IncludeOnceDir = "/var/lib/cloud/instance/data/urlcache"
+
+// FileIncludeCache keeps #include-once content as cloud-init does: one
+// file per URL, named IncludeOnceKey(url), in Dir. The caller supplies the
+// file access (a target-root writer), so this package writes nothing
+// itself.
+type FileIncludeCache struct {
+	// Dir is the cache directory, normally IncludeOnceDir.
+	Dir string
+	// ReadFile reads a file; any error means "not cached".
+	ReadFile func(name string) ([]byte, error)
+	// WriteFile writes a file (cloud-init makes it mode 0600) and the
+	// directories above it.
+	WriteFile func(name string, data []byte) error
+}
+
+// Get reads the cached content for url.
+func (c FileIncludeCache) Get(rawURL string) ([]byte, bool) {
+	b, err := c.ReadFile(path.Join(c.Dir, IncludeOnceKey(rawURL)))
+	return b, err == nil
+}
+
+// Put writes content for url.
+func (c FileIncludeCache) Put(rawURL string, content []byte) error {
+	name := path.Join(c.Dir, IncludeOnceKey(rawURL))
+	if err := c.WriteFile(name, content); err != nil {
+		return fmt.Errorf("cache %s as %s: %w", RedactURL(rawURL), name, err)
+	}
+	return nil
+}
+
+// MemoryIncludeCache is an IncludeCache in memory, for tests and for runs
+// that should not remember anything. The zero value is ready to use.
+type MemoryIncludeCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// Get returns the content kept for url.
+func (c *MemoryIncludeCache) Get(rawURL string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[rawURL]
+	return b, ok
+}
+
+// Put keeps a copy of content for url.
+func (c *MemoryIncludeCache) Put(rawURL string, content []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string][]byte{}
+	}
+	c.m[rawURL] = append([]byte(nil), content...)
+	return nil
+}
+
+// Limits of DefaultFetch.
+const (
+	FetchTimeout      = 10 * time.Second
+	FetchMaxRedirects = 5
+)
+
+// DefaultFetch gets an #include URL: an http or https GET that must answer
+// 2xx within FetchTimeout, following at most FetchMaxRedirects redirects
+// (to http or https only), with a body of at most DefaultMaxSize bytes.
+// cloud-init also reads file:// URLs and bare paths; seedinit refuses
+// them, because user-data must not read the files of the machine it
+// configures.
+func DefaultFetch(ctx context.Context, rawURL string) ([]byte, error) {
+	return fetchHTTP(ctx, rawURL, DefaultMaxSize)
+}
+
+var fetchClient = &http.Client{
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) > FetchMaxRedirects {
+			return fmt.Errorf("stopped after %d redirects", FetchMaxRedirects)
+		}
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			return fmt.Errorf("refusing a redirect to scheme %q", req.URL.Scheme)
+		}
+		return nil
+	},
+}
+
+func fetchHTTP(ctx context.Context, rawURL string, limit int64) ([]byte, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, errors.New("not a valid URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("unsupported URL scheme %q: only http and https are fetched", u.Scheme)
+	}
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("make request: %w", err)
+	}
+	req.Header.Set("User-Agent", "seedinit")
+	resp, err := fetchClient.Do(req)
+	if err != nil {
+		// url.Error repeats the URL, which may carry a token.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("GET: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("GET: HTTP status %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("read body: more than %d bytes", limit)
+	}
+	return body, nil
+}
+
+// RedactURL shortens a URL for messages: no user information, and no
+// query, which often holds a signature or token.
+func RedactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if utf8.RuneCountInString(rawURL) > 60 {
+			return string([]rune(rawURL)[:60]) + "..."
+		}
+		return rawURL
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "REDACTED", false
+	}
+	return u.String()
+}
+
+// include is UserDataProcessor._do_include: one URL per line, "#include"
+// and "#include-once" prefixes allowed (and switching include-once on or
+// off for the lines after), other comments and blank lines skipped. Each
+// URL's content is processed like user-data of its own.
+func (p *processor) include(part *mimePart, payload []byte, depth int) {
+	once := false
+	for _, line := range pySplitLines(payload) {
+		if hasPrefixFold(line, "#include-once") {
+			line = pyLStrip(line[len("#include-once"):])
+			once = true
+		} else if hasPrefixFold(line, "#include") {
+			line = pyLStrip(line[len("#include"):])
+			once = false
+		}
+		if len(line) > 0 && line[0] == '#' {
+			continue
+		}
+		rawURL := pyStrip(string(line))
+		if rawURL == "" {
+			continue
+		}
+		p.includeURL(part, rawURL, once, depth)
+	}
+}
+
+func (p *processor) includeURL(part *mimePart, rawURL string, once bool, depth int) {
+	source := p.describe(part, 0)
+	shown := RedactURL(rawURL)
+	if depth >= maxIncludeDepth {
+		p.failf("%s: include %s: more than %d levels of #include; skipped", source, shown, maxIncludeDepth)
+		return
+	}
+	var content []byte
+	cached := false
+	if once && p.opts.IncludeOnce != nil {
+		content, cached = p.opts.IncludeOnce.Get(rawURL)
+	}
+	if !cached {
+		if p.fetches >= maxFetches {
+			p.failf("%s: include %s: more than %d URLs to fetch; skipped", source, shown, maxFetches)
+			return
+		}
+		p.fetches++
+		body, err := p.fetch(rawURL)
+		if err != nil {
+			p.failf("%s: include %s: %v; skipped", source, shown, err)
+			return
+		}
+		content = body
+		if once && p.opts.IncludeOnce != nil {
+			if err := p.opts.IncludeOnce.Put(rawURL, body); err != nil {
+				p.warnf("%s: include-once %s: %v", source, shown, err)
+			}
+		}
+	}
+	if err := p.charge(len(content)); err != nil {
+		p.warnf("%s: include %s: %v; skipped", source, shown, err)
+		return
+	}
+	directive := "#include "
+	if once {
+		directive = "#include-once "
+	}
+	msg, err := p.toMessage(content, directive+shown)
+	if err != nil {
+		p.warnf("%s: include %s: %v; skipped", source, shown, err)
+		return
+	}
+	p.process(msg, depth+1)
+}
+
+func (p *processor) fetch(rawURL string) ([]byte, error) {
+	if err := p.ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.opts.Fetch == nil {
+		return fetchHTTP(p.ctx, rawURL, p.remaining)
+	}
+	body, err := p.opts.Fetch(p.ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > p.remaining {
+		return nil, fmt.Errorf("%d bytes exceed the %d-byte cap on %s", len(body), p.limit, p.name)
+	}
+	return body, nil
+}
+
+// pySplitLines is Python's str.splitlines(): lines end at \n, \r, \r\n,
+// \v, \f, \x1c, \x1d, \x1e, U+0085, U+2028 and U+2029.
+func pySplitLines(b []byte) [][]byte {
+	var lines [][]byte
+	start := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		switch r {
+		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+		case '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				size = 2
+			}
+		default:
+			i += size
+			continue
+		}
+		lines = append(lines, b[start:i])
+		i += size
+		start = i
+	}
+	if start < len(b) {
+		lines = append(lines, b[start:])
+	}
+	return lines
+}

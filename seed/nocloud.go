@@ -1,0 +1,199 @@
+package seed
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/seedinit/seedinit/seed/yaml11"
+)
+
+// maxSeedFile caps each file read from a seed directory; user-data beyond
+// it is refused rather than read into memory.
+const maxSeedFile = 16 << 20
+
+// LoadNoCloudDir reads a NoCloud seed directory (meta-data, user-data,
+// vendor-data, network-config), as cloud-init's DataSourceNoCloud does for
+// /var/lib/cloud/seed/nocloud. meta-data may be YAML or JSON; a missing
+// instance-id is "nocloud", cloud-init's default.
+func LoadNoCloudDir(dir string) (*Seed, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read NoCloud seed: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("read NoCloud seed %s: not a directory", dir)
+	}
+	read := func(name string) ([]byte, bool, error) {
+		p := filepath.Join(dir, name)
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read NoCloud seed: %w", err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil, false, fmt.Errorf("read NoCloud seed: %w", err)
+		}
+		if st.Size() > maxSeedFile {
+			return nil, false, fmt.Errorf("read NoCloud seed %s: %d bytes is over the %d-byte limit", p, st.Size(), maxSeedFile)
+		}
+		b := make([]byte, st.Size())
+		if _, err := f.ReadAt(b, 0); err != nil && st.Size() > 0 {
+			return nil, false, fmt.Errorf("read NoCloud seed %s: %w", p, err)
+		}
+		return b, true, nil
+	}
+	mdRaw, ok, err := read("meta-data")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("read NoCloud seed %s: no meta-data file", dir)
+	}
+	s, err := NoCloudFromFiles(mdRaw, filepath.Join(dir, "meta-data"))
+	if err != nil {
+		return nil, err
+	}
+	s.Subplatform = fmt.Sprintf("seed-dir (%s)", dir)
+	if s.UserData, _, err = read("user-data"); err != nil {
+		return nil, err
+	}
+	if s.VendorData, _, err = read("vendor-data"); err != nil {
+		return nil, err
+	}
+	var netRaw []byte
+	if netRaw, ok, err = read("network-config"); err != nil {
+		return nil, err
+	}
+	if ok {
+		s.NetworkConfig = netRaw
+		s.NetworkFormat, err = NetworkConfigFormat(netRaw)
+		if err != nil {
+			return nil, fmt.Errorf("read NoCloud seed %s: %w", filepath.Join(dir, "network-config"), err)
+		}
+	}
+	return s, nil
+}
+
+// NoCloudFromFiles builds a NoCloud seed from its meta-data; where names
+// the file in errors.
+func NoCloudFromFiles(metaData []byte, where string) (*Seed, error) {
+	md := map[string]any{}
+	v, err := yaml11.Load(metaData)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", where, err)
+	}
+	switch m := v.(type) {
+	case nil:
+	case map[string]any:
+		md = m
+	default:
+		return nil, fmt.Errorf("parse %s: want a mapping of keys, got %T", where, v)
+	}
+	if _, ok := md["instance-id"]; !ok {
+		md["instance-id"] = "nocloud"
+	}
+	s := &Seed{
+		Datasource: "NoCloud",
+		Platform:   "nocloud",
+		CloudName:  "nocloud",
+		Metadata:   md,
+	}
+	s.InstanceID = scalarString(md["instance-id"])
+	if s.InstanceID == "" {
+		return nil, fmt.Errorf("parse %s: instance-id is empty", where)
+	}
+	s.LocalHostname = scalarString(md["local-hostname"])
+	if s.LocalHostname == "" {
+		s.LocalHostname = scalarString(md["hostname"])
+	}
+	s.AvailabilityZone = scalarString(md["availability-zone"])
+	if s.AvailabilityZone == "" {
+		s.AvailabilityZone = scalarString(md["availability_zone"])
+	}
+	s.Region = scalarString(md["region"])
+	s.PublicKeys = NormalizePublicKeys(md["public-keys"])
+	return s, nil
+}
+
+// NormalizePublicKeys flattens the shapes clouds use for public keys (a
+// string of lines, a list, a mapping of name to key or to a list of keys)
+// into one list, as cloud-init's normalize_pubkey_data does.
+func NormalizePublicKeys(v any) []string {
+	var out []string
+	add := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, line)
+			}
+		}
+	}
+	switch k := v.(type) {
+	case string:
+		add(k)
+	case []any:
+		for _, e := range k {
+			if s, ok := e.(string); ok {
+				add(s)
+			}
+		}
+	case map[string]any:
+		names := make([]string, 0, len(k))
+		for n := range k {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, NormalizePublicKeys(k[n])...)
+		}
+	}
+	return out
+}
+
+// NetworkConfigFormat tells cloud-init's network config versions apart.
+func NetworkConfigFormat(raw []byte) (string, error) {
+	v, err := yaml11.Load(raw)
+	if err != nil {
+		return "", err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		if v == nil {
+			return "", nil
+		}
+		return "", fmt.Errorf("want a mapping, got %T", v)
+	}
+	if inner, ok := m["network"].(map[string]any); ok {
+		m = inner
+	}
+	if c, ok := m["config"].(string); ok && c == "disabled" {
+		return "disabled", nil
+	}
+	switch fmt.Sprint(m["version"]) {
+	case "1":
+		return "v1", nil
+	case "2":
+		return "v2", nil
+	}
+	return "", fmt.Errorf("network config has no version 1 or 2")
+}
+
+func scalarString(v any) string {
+	switch s := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.TrimSpace(s)
+	case float64:
+		return yaml11.FormatFloat(s)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,88 @@
+package seed
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadNoCloudDir(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		want    Seed
+		wantErr string
+	}{
+		{
+			name:  "yaml meta-data",
+			files: map[string]string{"meta-data": "instance-id: i-123\nlocal-hostname: waf-1\npublic-keys:\n  - ssh-ed25519 AAA a@b\n", "user-data": "#cloud-config\n{}\n"},
+			want:  Seed{InstanceID: "i-123", LocalHostname: "waf-1", PublicKeys: []string{"ssh-ed25519 AAA a@b"}, UserData: []byte("#cloud-config\n{}\n")},
+		},
+		{
+			name:  "json meta-data, numeric id",
+			files: map[string]string{"meta-data": `{"instance-id": 42, "local-hostname": "h", "public-keys": {"k1": "ssh-rsa AAA x\nssh-ed25519 BBB y"}}`},
+			want:  Seed{InstanceID: "42", LocalHostname: "h", PublicKeys: []string{"ssh-rsa AAA x", "ssh-ed25519 BBB y"}},
+		},
+		{
+			name:  "empty meta-data gets cloud-init's default id",
+			files: map[string]string{"meta-data": ""},
+			want:  Seed{InstanceID: "nocloud"},
+		},
+		{
+			name:  "network-config v2 wrapped",
+			files: map[string]string{"meta-data": "instance-id: a\n", "network-config": "network:\n  version: 2\n  ethernets: {}\n"},
+			want:  Seed{InstanceID: "a", NetworkConfig: []byte("network:\n  version: 2\n  ethernets: {}\n"), NetworkFormat: "v2"},
+		},
+		{
+			name:    "broken meta-data names the file and line",
+			files:   map[string]string{"meta-data": "instance-id: a\n  bad: [\n"},
+			wantErr: "meta-data: line",
+		},
+		{
+			name:    "no meta-data",
+			files:   map[string]string{"user-data": "x"},
+			wantErr: "no meta-data file",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for n, c := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := LoadNoCloudDir(dir)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Datasource != "NoCloud" || got.Subplatform != "seed-dir ("+dir+")" {
+				t.Errorf("datasource %q subplatform %q", got.Datasource, got.Subplatform)
+			}
+			opts := cmp.Options{cmpIgnore("Datasource", "Subplatform", "Platform", "CloudName", "Metadata")}
+			if d := cmp.Diff(tt.want, *got, opts); d != "" {
+				t.Errorf("seed (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func cmpIgnore(fields ...string) cmp.Option {
+	return cmp.FilterPath(func(p cmp.Path) bool {
+		for _, f := range fields {
+			if p.Last().String() == "."+f {
+				return true
+			}
+		}
+		return false
+	}, cmp.Ignore())
+}
