@@ -1,0 +1,813 @@
+package users
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/target"
+)
+
+// The account database files, in the target.
+const (
+	PasswdFile  = "/etc/passwd"
+	ShadowFile  = "/etc/shadow"
+	GroupFile   = "/etc/group"
+	GshadowFile = "/etc/gshadow"
+)
+
+// ErrNotFound is wrapped by lookups of a user or group that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Passwd is one /etc/passwd entry.
+type Passwd struct {
+	Name     string
+	Password string
+	UID, GID int
+	Gecos    string
+	Home     string
+	Shell    string
+}
+
+// Group is one /etc/group entry.
+type Group struct {
+	Name     string
+	Password string
+	GID      int
+	Members  []string
+}
+
+// record is one line of a database file. fields is nil for a line that is
+// not an entry (comment, NIS "+"/"-" line, malformed): such lines are kept
+// verbatim and never matched by name.
+type record struct {
+	raw    string
+	fields []string
+	dirty  bool
+}
+
+func (r *record) String() string {
+	if r.dirty {
+		return strings.Join(r.fields, ":")
+	}
+	return r.raw
+}
+
+// table is one colon-separated database file as read, edited in place so
+// that a rewrite keeps order and every line it did not touch.
+type table struct {
+	path    string
+	nfields int
+	exists  bool
+	records []*record
+	changed bool
+	// original is the content as read, for the "-" backup shadow-utils keeps.
+	original []byte
+	mode     fs.FileMode
+	owner    target.Owner
+}
+
+// parseTable splits data into records. Entries need exactly nfields
+// fields; /etc/shadow lines of 8 fields (no reserved field) are accepted
+// as shadow-utils accepts them.
+func parseTable(path string, nfields int, data []byte) *table {
+	t := &table{path: path, nfields: nfields, original: data}
+	if len(data) == 0 {
+		return t
+	}
+	text := strings.TrimSuffix(string(data), "\n")
+	for _, line := range strings.Split(text, "\n") {
+		r := &record{raw: line}
+		if line != "" && !strings.ContainsAny(line[:1], "#+-") {
+			fields := strings.Split(line, ":")
+			if len(fields) == nfields-1 && nfields == 9 {
+				fields = append(fields, "")
+			}
+			if len(fields) == nfields && fields[0] != "" && validNumbers(path, fields) {
+				r.fields = fields
+			}
+		}
+		t.records = append(t.records, r)
+	}
+	return t
+}
+
+// validNumbers checks the numeric id fields that lookups rely on.
+func validNumbers(path string, fields []string) bool {
+	switch path {
+	case PasswdFile:
+		return isID(fields[2]) && isID(fields[3])
+	case GroupFile:
+		return isID(fields[2])
+	}
+	return true
+}
+
+func isID(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 32)
+	return err == nil && n < 1<<32-1
+}
+
+func (t *table) bytes() []byte {
+	var b strings.Builder
+	for _, r := range t.records {
+		b.WriteString(r.String())
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+func (t *table) find(name string) *record {
+	for _, r := range t.records {
+		if r.fields != nil && r.fields[0] == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func (t *table) add(fields []string) {
+	t.records = append(t.records, &record{fields: fields, dirty: true})
+	t.changed = true
+}
+
+func (t *table) set(r *record, i int, value string) {
+	if r.fields[i] == value {
+		return
+	}
+	r.fields[i] = value
+	r.dirty = true
+	t.changed = true
+}
+
+func (r *record) passwd() Passwd {
+	uid, _ := strconv.Atoi(r.fields[2])
+	gid, _ := strconv.Atoi(r.fields[3])
+	return Passwd{Name: r.fields[0], Password: r.fields[1], UID: uid, GID: gid, Gecos: r.fields[4], Home: r.fields[5], Shell: r.fields[6]}
+}
+
+func (r *record) group() Group {
+	gid, _ := strconv.Atoi(r.fields[2])
+	return Group{Name: r.fields[0], Password: r.fields[1], GID: gid, Members: splitMembers(r.fields[3])}
+}
+
+func splitMembers(s string) []string {
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ParsePasswd returns the entries of an /etc/passwd text, skipping lines
+// that are not entries.
+func ParsePasswd(data []byte) []Passwd {
+	var out []Passwd
+	for _, r := range parseTable(PasswdFile, 7, data).records {
+		if r.fields != nil {
+			out = append(out, r.passwd())
+		}
+	}
+	return out
+}
+
+// ParseGroup returns the entries of an /etc/group text.
+func ParseGroup(data []byte) []Group {
+	var out []Group
+	for _, r := range parseTable(GroupFile, 4, data).records {
+		if r.fields != nil {
+			out = append(out, r.group())
+		}
+	}
+	return out
+}
+
+// Shadow is one /etc/shadow entry; the day counts are kept as written
+// (empty means "not set").
+type Shadow struct {
+	Name, Password                                         string
+	LastChange, Min, Max, Warn, Inactive, Expire, Reserved string
+}
+
+// ParseShadow returns the entries of an /etc/shadow text.
+func ParseShadow(data []byte) []Shadow {
+	var out []Shadow
+	for _, r := range parseTable(ShadowFile, 9, data).records {
+		if f := r.fields; f != nil {
+			out = append(out, Shadow{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]})
+		}
+	}
+	return out
+}
+
+// DB is the target's account database, read whole, edited in memory and
+// written back by Save. Hold the lock (Lock) from Open to Save.
+type DB struct {
+	root                           *target.Root
+	Policy                         Policy
+	passwd, shadow, group, gshadow *table
+	// now is the clock for "last password change" days.
+	now func() time.Time
+}
+
+// Open reads the four database files and the useradd policy of root. A
+// missing /etc/shadow or /etc/gshadow stays missing (passwords then live
+// in /etc/passwd, as shadow-utils and busybox do without it), unless the
+// root has no /etc/passwd at all: a fresh root gets all four.
+func Open(root *target.Root) (*DB, error) {
+	policy, err := LoadPolicy(root)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{root: root, Policy: policy, now: now}
+	specs := []struct {
+		dst     **table
+		path    string
+		nfields int
+	}{
+		{&db.passwd, PasswdFile, 7}, {&db.shadow, ShadowFile, 9},
+		{&db.group, GroupFile, 4}, {&db.gshadow, GshadowFile, 4},
+	}
+	for _, s := range specs {
+		t, err := readTable(root, s.path, s.nfields)
+		if err != nil {
+			return nil, err
+		}
+		*s.dst = t
+	}
+	if !db.passwd.exists {
+		db.shadow.exists, db.gshadow.exists = true, true
+	}
+	db.passwd.exists, db.group.exists = true, true
+	shadowOwner := target.Owner{UID: 0, GID: 0}
+	shadowMode := fs.FileMode(0o600)
+	if g := db.group.find("shadow"); g != nil {
+		shadowOwner.GID = g.group().GID
+		shadowMode = 0o640
+	}
+	for _, t := range []*table{db.shadow, db.gshadow} {
+		if t.original == nil {
+			t.mode, t.owner = shadowMode, shadowOwner
+		}
+	}
+	return db, nil
+}
+
+func readTable(root *target.Root, path string, nfields int) (*table, error) {
+	data, err := root.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t := parseTable(path, nfields, nil)
+		t.mode, t.owner = 0o644, target.Owner{UID: 0, GID: 0}
+		return t, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read account database: %w", err)
+	}
+	t := parseTable(path, nfields, data)
+	t.exists = true
+	if t.original == nil {
+		t.original = []byte{}
+	}
+	fi, err := root.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read account database: %w", err)
+	}
+	// shadow-utils gives the rewritten file the old one's mode and owner.
+	t.mode = fi.Mode().Perm()
+	t.owner = target.KeepOwner
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		t.owner = target.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+	}
+	return t, nil
+}
+
+// Save writes the files that changed, group files before user files so
+// that no user ever names a group that is not there yet, each with a "-"
+// backup of its previous content as shadow-utils leaves.
+func (db *DB) Save() error {
+	var errs []error
+	for _, t := range []*table{db.group, db.gshadow, db.passwd, db.shadow} {
+		if !t.changed || !t.exists {
+			continue
+		}
+		if t.original != nil && string(t.bytes()) == string(t.original) {
+			t.changed = false
+			continue
+		}
+		if len(t.original) > 0 {
+			if err := db.root.WriteFile(t.path+"-", t.original, t.mode, t.owner); err != nil {
+				errs = append(errs, fmt.Errorf("back up account database: %w", err))
+				continue
+			}
+		}
+		data := t.bytes()
+		if err := db.root.WriteFile(t.path, data, t.mode, t.owner); err != nil {
+			errs = append(errs, fmt.Errorf("save account database: %w", err))
+			continue
+		}
+		t.original, t.changed = data, false
+	}
+	return errors.Join(errs...)
+}
+
+// User returns the passwd entry of name.
+func (db *DB) User(name string) (Passwd, bool) {
+	if r := db.passwd.find(name); r != nil {
+		return r.passwd(), true
+	}
+	return Passwd{}, false
+}
+
+// Group returns the group entry of name.
+func (db *DB) Group(name string) (Group, bool) {
+	if r := db.group.find(name); r != nil {
+		return r.group(), true
+	}
+	return Group{}, false
+}
+
+// GroupByID returns the first group with gid.
+func (db *DB) GroupByID(gid int) (Group, bool) {
+	for _, r := range db.group.records {
+		if r.fields != nil && r.group().GID == gid {
+			return r.group(), true
+		}
+	}
+	return Group{}, false
+}
+
+// GroupsOf lists the groups that name is a listed member of.
+func (db *DB) GroupsOf(name string) []string {
+	var out []string
+	for _, r := range db.group.records {
+		if r.fields == nil {
+			continue
+		}
+		for _, m := range splitMembers(r.fields[3]) {
+			if m == name {
+				out = append(out, r.fields[0])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Lookup reads the target's /etc/passwd and returns name's entry; an
+// absent user gives an error wrapping ErrNotFound.
+func Lookup(root *target.Root, name string) (Passwd, error) {
+	data, err := root.ReadFile(PasswdFile)
+	if err != nil {
+		return Passwd{}, fmt.Errorf("look up user %s: %w", name, err)
+	}
+	for _, p := range ParsePasswd(data) {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Passwd{}, fmt.Errorf("look up user %s: %w", name, ErrNotFound)
+}
+
+// validName accepts what Debian's useradd and groupadd accept, and above
+// all nothing that could break a database line.
+func validName(kind, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s name is empty", kind)
+	case len(name) > 32:
+		return fmt.Errorf("%s name %q is longer than 32 characters", kind, name)
+	case name == "." || name == "..":
+		return fmt.Errorf("%s name %q is not allowed", kind, name)
+	case strings.ContainsAny(name[:1], "-+~"):
+		return fmt.Errorf("%s name %q starts with %q", kind, name, name[:1])
+	case isDigits(name):
+		return fmt.Errorf("%s name %q is all digits", kind, name)
+	}
+	for _, c := range name {
+		if c <= ' ' || c == 0x7f || c == ':' || c == ',' || c == '/' || c == '\\' {
+			return fmt.Errorf("%s name %q contains %q", kind, name, c)
+		}
+	}
+	return nil
+}
+
+// validField rejects what would break a database line or the table.
+func validField(key, value string) error {
+	if strings.ContainsAny(value, ":\n\r\x00") {
+		return fmt.Errorf("%s must not contain ':' or a line break", key)
+	}
+	return nil
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func (db *DB) today() string {
+	days := db.now().Unix() / 86400
+	if days == 0 {
+		return ""
+	}
+	return strconv.FormatInt(days, 10)
+}
+
+func optionalDays(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func (db *DB) usedIDs(t *table, field int) map[int]bool {
+	used := map[int]bool{}
+	for _, r := range t.records {
+		if r.fields == nil {
+			continue
+		}
+		if n, err := strconv.Atoi(r.fields[field]); err == nil {
+			used[n] = true
+		}
+	}
+	return used
+}
+
+// allocate picks a free id as shadow-utils' find_new_uid/gid do: regular
+// ids go one above the highest used in [lo, hi], system ids one below the
+// lowest used; when that falls outside the range, the first free id is
+// searched from the range's start (upward, or downward for system ids).
+func allocate(used map[int]bool, lo, hi int, system bool) (int, error) {
+	if lo > hi {
+		return 0, fmt.Errorf("id range %d-%d is empty", lo, hi)
+	}
+	if system {
+		candidate := hi
+		for id := range used {
+			if id >= lo && id <= hi && id-1 < candidate {
+				candidate = id - 1
+			}
+		}
+		if candidate >= lo && !used[candidate] {
+			return candidate, nil
+		}
+		for id := hi; id >= lo; id-- {
+			if !used[id] {
+				return id, nil
+			}
+		}
+	} else {
+		candidate := lo
+		for id := range used {
+			if id >= lo && id <= hi && id+1 > candidate {
+				candidate = id + 1
+			}
+		}
+		if candidate <= hi && !used[candidate] {
+			return candidate, nil
+		}
+		for id := lo; id <= hi; id++ {
+			if !used[id] {
+				return id, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no free id in %d-%d", lo, hi)
+}
+
+// AddGroup creates a group as groupadd does (gid -1: allocate one) and
+// returns it; the group must not exist yet.
+func (db *DB) AddGroup(name string, gid int, system bool) (Group, error) {
+	return db.addGroup(name, gid, system, -1)
+}
+
+func (db *DB) addGroup(name string, gid int, system bool, preferred int) (Group, error) {
+	if err := validName("group", name); err != nil {
+		return Group{}, fmt.Errorf("add group: %w", err)
+	}
+	if _, exists := db.Group(name); exists {
+		return Group{}, fmt.Errorf("add group %s: it exists already", name)
+	}
+	used := db.usedIDs(db.group, 2)
+	if gid < 0 {
+		lo, hi := db.Policy.GIDMin, db.Policy.GIDMax
+		if system {
+			lo, hi = db.Policy.SysGIDMin, db.Policy.SysGIDMax
+		}
+		if preferred >= lo && preferred <= hi && !used[preferred] {
+			gid = preferred
+		} else {
+			var err error
+			if gid, err = allocate(used, lo, hi, system); err != nil {
+				return Group{}, fmt.Errorf("add group %s: %w", name, err)
+			}
+		}
+	} else if used[gid] {
+		return Group{}, fmt.Errorf("add group %s: gid %d is in use", name, gid)
+	}
+	db.group.add([]string{name, "x", strconv.Itoa(gid), ""})
+	if db.gshadow.exists {
+		db.gshadow.add([]string{name, "!", "", ""})
+	}
+	return Group{Name: name, Password: "x", GID: gid}, nil
+}
+
+// AddGroupMember lists user as a member of group (in /etc/group and, when
+// the group has one, its /etc/gshadow entry). It reports whether anything
+// changed: a member already listed is left alone.
+func (db *DB) AddGroupMember(group, user string) (bool, error) {
+	r := db.group.find(group)
+	if r == nil {
+		return false, fmt.Errorf("add %s to group %s: group %w", user, group, ErrNotFound)
+	}
+	changed := addMember(db.group, r, 3, user)
+	if g := db.gshadow.find(group); g != nil && db.gshadow.exists {
+		if addMember(db.gshadow, g, 3, user) {
+			changed = true
+		}
+	}
+	return changed, nil
+}
+
+func addMember(t *table, r *record, field int, user string) bool {
+	members := splitMembers(r.fields[field])
+	for _, m := range members {
+		if m == user {
+			return false
+		}
+	}
+	t.set(r, field, strings.Join(append(members, user), ","))
+	return true
+}
+
+// NewUser is what useradd is told about a user to create.
+type NewUser struct {
+	Name string
+	// UID is -1 to allocate one.
+	UID int
+	// PrimaryGroup is a group name or number; empty means a group of the
+	// user's own name (USERGROUPS_ENAB) or useradd's default GROUP.
+	PrimaryGroup string
+	// Groups are supplementary groups; they must exist.
+	Groups []string
+	Gecos  string
+	// Home empty means HOME/name from /etc/default/useradd.
+	Home  string
+	Shell string
+	// Password is the password field as given (a crypt hash); empty
+	// means "!", an account without a usable password.
+	Password    string
+	System      bool
+	NoUserGroup bool
+	// ExpireDate is YYYY-MM-DD or a day number; empty means none.
+	ExpireDate string
+	// Inactive is days after expiry before the account is disabled; nil
+	// means useradd's default.
+	Inactive *int
+}
+
+// AddUser creates a user as useradd does, without touching the home
+// directory (see CreateHome).
+func (db *DB) AddUser(u NewUser) (Passwd, error) {
+	if err := validName("user", u.Name); err != nil {
+		return Passwd{}, fmt.Errorf("add user: %w", err)
+	}
+	fail := func(err error) (Passwd, error) { return Passwd{}, fmt.Errorf("add user %s: %w", u.Name, err) }
+	if _, exists := db.User(u.Name); exists {
+		return fail(errors.New("it exists already"))
+	}
+	for key, value := range map[string]string{"gecos": u.Gecos, "homedir": u.Home, "shell": u.Shell, "passwd": u.Password, "expiredate": u.ExpireDate} {
+		if err := validField(key, value); err != nil {
+			return fail(err)
+		}
+	}
+	if u.Home != "" && !strings.HasPrefix(u.Home, "/") {
+		return fail(fmt.Errorf("homedir %q is not an absolute path", u.Home))
+	}
+	expire := ""
+	if u.ExpireDate != "" && u.ExpireDate != "-1" {
+		days, err := parseDay(u.ExpireDate)
+		if err != nil {
+			return fail(err)
+		}
+		expire = strconv.Itoa(days)
+	} else if u.ExpireDate == "" && db.Policy.DefaultExpire != "" {
+		if days, err := parseDay(db.Policy.DefaultExpire); err == nil {
+			expire = strconv.Itoa(days)
+		}
+	}
+	for _, g := range u.Groups {
+		if _, ok := db.Group(g); !ok {
+			return fail(fmt.Errorf("supplementary group %s does not exist", g))
+		}
+	}
+
+	usedUIDs := db.usedIDs(db.passwd, 2)
+	uid := u.UID
+	if uid < 0 {
+		lo, hi := db.Policy.UIDMin, db.Policy.UIDMax
+		if u.System {
+			lo, hi = db.Policy.SysUIDMin, db.Policy.SysUIDMax
+		}
+		var err error
+		if uid, err = allocate(usedUIDs, lo, hi, u.System); err != nil {
+			return fail(err)
+		}
+	} else if usedUIDs[uid] {
+		return fail(fmt.Errorf("uid %d is in use", uid))
+	}
+
+	gid := db.Policy.DefaultGroup
+	switch {
+	case u.PrimaryGroup != "":
+		g, ok := db.Group(u.PrimaryGroup)
+		if !ok && isDigits(u.PrimaryGroup) {
+			n, _ := strconv.Atoi(u.PrimaryGroup)
+			g, ok = db.GroupByID(n)
+		}
+		if !ok {
+			return fail(fmt.Errorf("primary group %s does not exist", u.PrimaryGroup))
+		}
+		gid = g.GID
+	case db.Policy.UserGroups && !u.NoUserGroup:
+		if _, exists := db.Group(u.Name); exists {
+			return fail(fmt.Errorf("a group named %s exists already (name it as primary_group to use it)", u.Name))
+		}
+		g, err := db.addGroup(u.Name, -1, u.System, uid)
+		if err != nil {
+			return fail(err)
+		}
+		gid = g.GID
+	}
+
+	home := u.Home
+	if home == "" {
+		home = strings.TrimSuffix(db.Policy.HomeBase, "/") + "/" + u.Name
+	}
+	shell := u.Shell
+	if shell == "" {
+		shell = db.Policy.DefaultShell
+	}
+	password := u.Password
+	if password == "" {
+		password = "!"
+	}
+	p := Passwd{Name: u.Name, Password: "x", UID: uid, GID: gid, Gecos: u.Gecos, Home: home, Shell: shell}
+	if !db.shadow.exists {
+		p.Password = password
+	}
+	db.passwd.add([]string{p.Name, p.Password, strconv.Itoa(uid), strconv.Itoa(gid), p.Gecos, p.Home, p.Shell})
+	if db.shadow.exists {
+		inactive := db.Policy.DefaultInactive
+		if u.Inactive != nil {
+			inactive = *u.Inactive
+		}
+		minDays, maxDays, warn := "", "", ""
+		if !u.System {
+			minDays, maxDays, warn = optionalDays(db.Policy.PassMinDays), optionalDays(db.Policy.PassMaxDays), optionalDays(db.Policy.PassWarnAge)
+		}
+		db.shadow.add([]string{u.Name, password, db.today(), minDays, maxDays, warn, optionalDays(inactive), expire, ""})
+	}
+	for _, g := range u.Groups {
+		if _, err := db.AddGroupMember(g, u.Name); err != nil {
+			return fail(err)
+		}
+	}
+	return p, nil
+}
+
+// parseDay reads a date as useradd's strtoday: YYYY-MM-DD, or a number of
+// days since 1970-01-01.
+func parseDay(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, nil
+	}
+	t, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		return 0, fmt.Errorf("expiredate %q: want YYYY-MM-DD", s)
+	}
+	return int(t.Unix() / 86400), nil
+}
+
+// passwordRecord is where name's password lives: its shadow entry, or its
+// passwd entry on a system without /etc/shadow.
+func (db *DB) passwordRecord(name string) (*table, *record, error) {
+	if db.shadow.exists {
+		if r := db.shadow.find(name); r != nil {
+			return db.shadow, r, nil
+		}
+	}
+	r := db.passwd.find(name)
+	if r == nil {
+		return nil, nil, fmt.Errorf("user %s %w", name, ErrNotFound)
+	}
+	if db.shadow.exists && r.fields[1] == "x" {
+		// useradd would have made one; pwconv makes a missing one so.
+		db.shadow.add([]string{name, "!", "", "", "", "", "", "", ""})
+		return db.shadow, db.shadow.records[len(db.shadow.records)-1], nil
+	}
+	return db.passwd, r, nil
+}
+
+// PasswordHash returns the password field of name (from shadow when it
+// has one).
+func (db *DB) PasswordHash(name string) (string, error) {
+	_, r, err := db.passwordRecord(name)
+	if err != nil {
+		return "", err
+	}
+	return r.fields[1], nil
+}
+
+// SetPassword sets name's password field to hashed and, as chpasswd does,
+// the last change to today. A field that already holds hashed is left
+// alone, so that re-running keeps the day of the real change.
+func (db *DB) SetPassword(name, hashed string) error {
+	if err := validField("password hash", hashed); err != nil {
+		return fmt.Errorf("set password of %s: %w", name, err)
+	}
+	t, r, err := db.passwordRecord(name)
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	if strings.TrimLeft(r.fields[1], "!") == hashed {
+		// The same password, maybe locked: unlocking is all chpasswd would
+		// change, and the day of the real change stays.
+		t.set(r, 1, hashed)
+		return nil
+	}
+	t.set(r, 1, hashed)
+	if t == db.shadow {
+		t.set(r, 2, db.today())
+	}
+	return nil
+}
+
+// LockPassword disables password logins as `passwd -l` does: a "!" in
+// front of the hash, once.
+func (db *DB) LockPassword(name string) error {
+	t, r, err := db.passwordRecord(name)
+	if err != nil {
+		return fmt.Errorf("lock password: %w", err)
+	}
+	if !strings.HasPrefix(r.fields[1], "!") {
+		t.set(r, 1, "!"+r.fields[1])
+	}
+	return nil
+}
+
+// ExpirePassword forces a change at next login as `passwd --expire`
+// does: last change day 0.
+func (db *DB) ExpirePassword(name string) error {
+	t, r, err := db.passwordRecord(name)
+	if err != nil {
+		return fmt.Errorf("expire password: %w", err)
+	}
+	if t != db.shadow {
+		return fmt.Errorf("expire password of %s: the target has no %s", name, ShadowFile)
+	}
+	t.set(r, 2, "0")
+	return nil
+}
+
+func errorsIsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// fileModeOwner returns name's mode and owner, or def and root for a file
+// that does not exist yet.
+func fileModeOwner(root *target.Root, name string, def fs.FileMode) (fs.FileMode, target.Owner) {
+	fi, err := root.Stat(name)
+	if err != nil {
+		return def, target.Owner{UID: 0, GID: 0}
+	}
+	return fi.Mode().Perm(), statOwner(fi)
+}
+
+func sortedStringKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// logger is env's logger, or slog's default when a caller left it unset.
+func logger(env *apply.Env) *slog.Logger {
+	if env.Log != nil {
+		return env.Log
+	}
+	return slog.Default()
+}
