@@ -1,0 +1,229 @@
+package ssh
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seedinit/seedinit/apply"
+)
+
+// DisableRootOptions is cloud-init's default disable_root_opts: root's keys
+// stay in place but a login with them only prints which user to use and
+// exits with status 142. $USER and $DISABLE_USER are substituted with the
+// default user (or NONE) and "root".
+const DisableRootOptions = `no-port-forwarding,no-agent-forwarding,no-X11-forwarding,` +
+	`command="echo 'Please login as the user \"$USER\" rather than the user \"$DISABLE_USER\".';echo;sleep 10;exit 142"`
+
+// rootKeyOptions is the options prefix root's authorized keys get: the
+// disable_root_opts template filled in, or none when root login is allowed.
+func rootKeyOptions(disableRoot bool, template, defaultUser string) string {
+	if !disableRoot {
+		return ""
+	}
+	if defaultUser == "" {
+		defaultUser = "NONE"
+	}
+	opts := strings.ReplaceAll(template, "$USER", defaultUser)
+	return strings.ReplaceAll(opts, "$DISABLE_USER", "root")
+}
+
+// authorizedKeys gathers the keys cc_ssh installs: the datasource's public
+// keys (unless allow_public_ssh_keys is false), then ssh_authorized_keys.
+// Duplicates are dropped, first one kept (cloud-init makes a set of them,
+// in no defined order).
+func authorizedKeys(env *apply.Env) ([]string, error) {
+	var errs []error
+	var keys []string
+	allowPublic, err := env.Config.Bool("allow_public_ssh_keys", true)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("read ssh settings: %w", err))
+	}
+	if allowPublic && env.Seed != nil {
+		keys = append(keys, env.Seed.PublicKeys...)
+	} else if !allowPublic {
+		env.Log.Debug("not installing the datasource's public keys: allow_public_ssh_keys is false")
+	}
+	cfgKeys, _, err := env.Config.StringList("ssh_authorized_keys", false)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("read ssh settings: %w", err))
+	}
+	keys = append(keys, cfgKeys...)
+	seen := map[string]bool{}
+	unique := keys[:0:0]
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		unique = append(unique, k)
+	}
+	return unique, errors.Join(errs...)
+}
+
+// applyCredentials installs keys for the default user and for root, as
+// cc_ssh's apply_credentials: the default user gets them as they are; root
+// always gets them too, behind the disable_root_opts prefix unless
+// disable_root is false.
+func applyCredentials(env *apply.Env) error {
+	var errs []error
+	user, err := DefaultUser(env.Config)
+	if err != nil {
+		// cloud-init gives up on credentials when the default user cannot
+		// be worked out; so do we, rather than guess whose keys these are.
+		return fmt.Errorf("apply ssh credentials: %w", err)
+	}
+	disableRoot, err := env.Config.Bool("disable_root", true)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("apply ssh credentials: %w", err))
+	}
+	template := DisableRootOptions
+	if s, ok, err := env.Config.String("disable_root_opts"); err != nil {
+		errs = append(errs, fmt.Errorf("apply ssh credentials: %w", err))
+	} else if ok {
+		template = s
+	}
+	keys, err := authorizedKeys(env)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("apply ssh credentials: %w", err))
+	}
+	if user != "" {
+		if err := setupUserKeys(env, user, keys, ""); err != nil {
+			errs = append(errs, fmt.Errorf("install authorized keys for %s: %w", user, err))
+		}
+	}
+	if err := setupUserKeys(env, "root", keys, rootKeyOptions(disableRoot, template, user)); err != nil {
+		errs = append(errs, fmt.Errorf("install authorized keys for root: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultUser names the default user as cloud-init's ug_util works it out
+// (normalize_users_groups, then extract_default): there is one only when
+// `users` lists "default" (or `user` is set, which adds it), and its name
+// comes from `user` or else system_info.default_user. "" means none.
+func DefaultUser(cfg apply.Config) (string, error) {
+	oldUser := map[string]any{}
+	if v, ok := cfg["user"]; ok && truthy(v) {
+		switch u := v.(type) {
+		case string:
+			oldUser = map[string]any{"name": u}
+		case map[string]any:
+			oldUser = u
+		case apply.Config:
+			oldUser = u
+		}
+	}
+	var distroUser map[string]any
+	if sys, _, err := cfg.Map("system_info"); err == nil && sys != nil {
+		if du, _, err := sys.Map("default_user"); err == nil {
+			distroUser = du
+		}
+	}
+	hasDefault := len(oldUser) > 0 || usersListDefault(cfg["users"])
+	if !hasDefault || (len(oldUser) == 0 && len(distroUser) == 0) {
+		return "", nil
+	}
+	nameValue, ok := oldUser["name"]
+	if !ok {
+		nameValue, ok = distroUser["name"]
+	}
+	if !ok {
+		return "", errors.New("the default user has no name (system_info.default_user.name)")
+	}
+	if nameValue == nil {
+		return "", nil
+	}
+	name, err := apply.AsString(nameValue)
+	if err != nil {
+		return "", fmt.Errorf("default user name: %w", err)
+	}
+	return name, nil
+}
+
+// usersListDefault reports whether a `users` value names the "default"
+// entry, in any of the shapes cloud-init accepts: a list of names,
+// comma-separated strings, sub-lists or mappings (a mapping without a name
+// is the default user's), a comma-separated string, or a mapping of
+// name → true or → settings.
+func usersListDefault(v any) bool {
+	switch users := v.(type) {
+	case string:
+		return commaListHas(users, "default")
+	case map[string]any:
+		return mappingHasDefault(users)
+	case apply.Config:
+		return mappingHasDefault(users)
+	case []any:
+		for _, entry := range users {
+			switch e := entry.(type) {
+			case string:
+				if commaListHas(e, "default") {
+					return true
+				}
+			case []any:
+				for _, name := range e {
+					if s, ok := name.(string); ok && s == "default" {
+						return true
+					}
+				}
+			case map[string]any:
+				if n, ok := e["name"]; !ok || n == "default" {
+					return true
+				}
+			case apply.Config:
+				if n, ok := e["name"]; !ok || n == "default" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func mappingHasDefault(users map[string]any) bool {
+	v, ok := users["default"]
+	if !ok {
+		return false
+	}
+	switch v.(type) {
+	case map[string]any, apply.Config:
+		return true
+	}
+	b, err := apply.AsBool(v)
+	return err == nil && b
+}
+
+func commaListHas(list, want string) bool {
+	for _, item := range strings.Split(list, ",") {
+		if strings.TrimSpace(item) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// truthy is Python's truth value for a decoded YAML value.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case int64:
+		return x != 0
+	case int:
+		return x != 0
+	case float64:
+		return x != 0
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	case apply.Config:
+		return len(x) > 0
+	}
+	return true
+}
