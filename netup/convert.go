@@ -1,0 +1,125 @@
+// Package netup brings the network up and describes it for the target OS:
+// the network model and its parsers and renderers live in netup/model,
+// netup/parse and netup/render; this package ties them together.
+package netup
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/netup/parse"
+	"github.com/seedinit/seedinit/netup/render"
+)
+
+// Input kinds, as `cloud-init devel net-convert --kind` names them.
+const (
+	KindENI             = "eni"
+	KindYAML            = "yaml"
+	KindNetworkDataJSON = "network_data.json"
+)
+
+// Output kinds, as `cloud-init devel net-convert --output-kind` names
+// them, plus seedinit's JSON dump of the model.
+const (
+	OutputENI       = "eni"
+	OutputNetplan   = "netplan"
+	OutputNetworkd  = "networkd"
+	OutputSysconfig = "sysconfig"
+	OutputJSON      = "json"
+)
+
+// InputKinds and OutputKinds list the accepted kinds, for flag help.
+var (
+	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON}
+	OutputKinds = []string{OutputENI, OutputNetplan, OutputNetworkd, OutputSysconfig, OutputJSON}
+)
+
+// ErrDisabled is returned when the input is "network: {config: disabled}".
+var ErrDisabled = parse.ErrDisabled
+
+// MAC names one of the machine's NICs by its MAC address (net-convert's
+// --mac name,mac).
+type MAC struct {
+	Name    string
+	Address string
+}
+
+// ParseMAC reads a --mac value "name,mac".
+func ParseMAC(s string) (MAC, error) {
+	name, addr, ok := strings.Cut(s, ",")
+	if !ok || name == "" || addr == "" {
+		return MAC{}, fmt.Errorf("parse --mac %q: want name,mac", s)
+	}
+	return MAC{Name: name, Address: addr}, nil
+}
+
+// Parse reads input of the given kind into the network model. macs are
+// the machine's NICs, for inputs that name NICs by MAC only.
+func Parse(input []byte, kind string, macs []MAC) (*model.Network, error) {
+	opts := parse.Options{MACs: map[string]string{}}
+	for _, m := range macs {
+		opts.MACs[strings.ToLower(m.Address)] = m.Name
+	}
+	switch kind {
+	case KindENI:
+		return parse.ENI(input, opts)
+	case KindYAML:
+		return parse.YAML(input, opts)
+	case KindNetworkDataJSON:
+		return parse.NetworkDataJSON(input, opts)
+	}
+	return nil, fmt.Errorf("parse network config: unknown input kind %q (want %s)", kind, strings.Join(InputKinds, ", "))
+}
+
+// Render writes the model in the given output kind.
+func Render(n *model.Network, outputKind string) (render.Files, error) {
+	switch outputKind {
+	case OutputENI:
+		return render.ENI(n)
+	case OutputNetplan:
+		return render.Netplan(n)
+	case OutputNetworkd:
+		return render.Networkd(n)
+	case OutputSysconfig:
+		return render.Sysconfig(n)
+	case OutputJSON:
+		return render.JSON(n)
+	}
+	return nil, fmt.Errorf("render network config: unknown output kind %q (want %s)", outputKind, strings.Join(OutputKinds, ", "))
+}
+
+// Convert does what `cloud-init devel net-convert` does: it reads input of
+// kind (eni, yaml, network_data.json) and returns the files the output
+// kind (eni, netplan, networkd, sysconfig, json) consists of, keyed by the
+// path cloud-init writes under its -d OUTDIR (for example
+// "etc/network/interfaces.d/50-cloud-init"); eni output uses Debian's
+// paths and sysconfig RHEL's, as net-convert does with -D debian and -D
+// centos.
+//
+// Items of the input that cannot be used are reported in the returned
+// error, each naming its key or index, while the files hold everything
+// else: a caller may write them and report the error. When nothing could
+// be parsed at all the files are nil. ErrDisabled means the input asked
+// for no network configuration.
+func Convert(input []byte, kind, outputKind string, macs []MAC) (map[string][]byte, error) {
+	if !contains(OutputKinds, outputKind) {
+		return nil, fmt.Errorf("convert network config: unknown output kind %q (want %s)", outputKind, strings.Join(OutputKinds, ", "))
+	}
+	n, parseErr := Parse(input, kind, macs)
+	if n == nil {
+		return nil, parseErr
+	}
+	files, renderErr := Render(n, outputKind)
+	return files, errors.Join(parseErr, renderErr)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

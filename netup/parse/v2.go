@@ -1,0 +1,362 @@
+package parse
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seedinit/seedinit/netup/model"
+)
+
+// v2BondParams and v2BridgeParams map v2 parameter names to the v1 names
+// cloud-init keeps in its state (the inverse of NET_CONFIG_TO_V2).
+var v2BondParams = map[string]string{
+	"ad-select": "bond-ad-select", "arp-interval": "bond-arp-interval",
+	"arp-ip-target": "bond-arp-ip-target", "arp-validate": "bond-arp-validate",
+	"down-delay": "bond-downdelay", "fail-over-mac-policy": "bond-fail-over-mac",
+	"lacp-rate": "bond-lacp-rate", "mii-monitor-interval": "bond-miimon",
+	"min-links": "bond-min-links", "mode": "bond-mode",
+	"gratuitous-arp": "bond-num-grat-arp", "primary": "bond-primary",
+	"primary-reselect-policy": "bond-primary-reselect", "up-delay": "bond-updelay",
+	"transmit-hash-policy": "bond-xmit-hash-policy",
+}
+
+var v2BridgeParams = map[string]string{
+	"ageing-time": "bridge_ageing", "priority": "bridge_bridgeprio",
+	"forward-delay": "bridge_fd", "hello-time": "bridge_hello",
+	"max-age": "bridge_maxage", "path-cost": "bridge_pathcost",
+	"port-priority": "bridge_portprio", "stp": "bridge_stp",
+}
+
+func v2(m map[string]any, opts Options, order func(keys ...string) []string) (*model.Network, error) {
+	in := newInterpreter(2, opts.MACs)
+	in.net.V2 = m
+	for _, section := range orderedKeys(m, order()) {
+		if section == "version" || section == "renderer" {
+			continue
+		}
+		devices, err := asMap(m[section])
+		if err != nil {
+			in.fail(fmt.Errorf("%s: %w", section, err))
+			continue
+		}
+		names := orderedKeys(devices, order(section))
+		switch section {
+		case "ethernets":
+			in.ethernets(devices, names)
+		case "bonds":
+			in.bondsOrBridges(devices, names, model.TypeBond)
+		case "bridges":
+			in.bondsOrBridges(devices, names, model.TypeBridge)
+		case "vlans":
+			in.vlans(devices, names)
+		case "wifis":
+			// cloud-init renders wifis only through netplan (passthrough).
+			continue
+		default:
+			in.fail(fmt.Errorf("%s: unsupported section (want ethernets, bonds, bridges, vlans or wifis)", section))
+			continue
+		}
+		in.v2Nameservers(section, devices, names)
+	}
+	n, err := in.result()
+	if err != nil {
+		err = fmt.Errorf("parse network config v2: %w", err)
+	}
+	return n, err
+}
+
+func (in *interpreter) device(section, name string, raw any) (map[string]any, bool) {
+	cfg, err := asMap(raw)
+	if err != nil {
+		in.fail(fmt.Errorf("%s.%s: %w", section, name, err))
+		return nil, false
+	}
+	return cfg, true
+}
+
+func (in *interpreter) ethernets(devices map[string]any, names []string) {
+	for _, eth := range names {
+		cfg, ok := in.device("ethernets", eth, devices[eth])
+		if !ok {
+			continue
+		}
+		where := "ethernets." + eth
+		match, err := asMap(cfg["match"])
+		if err != nil {
+			in.fail(fmt.Errorf("%s: key \"match\": %w", where, err))
+			continue
+		}
+		cmd := map[string]any{"type": model.TypePhysical}
+		mac := ""
+		if v := match["macaddress"]; truthy(v) {
+			mac = pyStr(v)
+			cmd["mac_address"] = mac
+		}
+		name := eth
+		if setName := cfg["set-name"]; truthy(setName) {
+			name = pyStr(setName)
+		} else if mac != "" {
+			if found, ok := in.macs[strings.ToLower(mac)]; ok {
+				name = found
+			}
+		}
+		cmd["name"] = name
+		if driver := match["driver"]; truthy(driver) {
+			cmd["params"] = map[string]any{"driver": driver}
+		}
+		for _, key := range []string{"mtu", "wakeonlan", "accept-ra"} {
+			if v, ok := cfg[key]; ok {
+				cmd[key] = v
+			}
+		}
+		subnets, err := v2Subnets(cfg)
+		if err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+		}
+		if len(subnets) > 0 {
+			cmd["subnets"] = subnets
+		}
+		if err := in.physical(cmd); err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+		}
+		in.noteIPv6(cfg)
+	}
+}
+
+// noteIPv6 marks the network as using IPv6 when a device asks for DHCPv6,
+// which cloud-init notes while converting the device.
+func (in *interpreter) noteIPv6(cfg map[string]any) {
+	if truthy(cfg["dhcp6"]) {
+		in.net.UseIPv6 = true
+	}
+}
+
+func (in *interpreter) vlans(devices map[string]any, names []string) {
+	for _, name := range names {
+		cfg, ok := in.device("vlans", name, devices[name])
+		if !ok {
+			continue
+		}
+		where := "vlans." + name
+		cmd := map[string]any{
+			"type":      model.TypeVLAN,
+			"name":      name,
+			"vlan_id":   cfg["id"],
+			"vlan_link": cfg["link"],
+		}
+		if v, ok := cfg["mtu"]; ok {
+			cmd["mtu"] = v
+		}
+		subnets, err := v2Subnets(cfg)
+		if err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+		}
+		if len(subnets) > 0 {
+			cmd["subnets"] = subnets
+		}
+		if err := in.vlan(cmd); err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+		}
+		in.noteIPv6(cfg)
+	}
+}
+
+func (in *interpreter) bondsOrBridges(devices map[string]any, names []string, typ string) {
+	section, mapping := "bonds", v2BondParams
+	if typ == model.TypeBridge {
+		section, mapping = "bridges", v2BridgeParams
+	}
+	for _, name := range names {
+		cfg, ok := in.device(section, name, devices[name])
+		if !ok {
+			continue
+		}
+		where := section + "." + name
+		params, err := asMap(cfg["parameters"])
+		if err != nil {
+			in.fail(fmt.Errorf("%s: key \"parameters\": %w", where, err))
+			params = map[string]any{}
+		}
+		v1Params := map[string]any{}
+		for _, k := range orderedKeys(params, nil) {
+			v := params[k]
+			// netplan accepts both spellings; cloud-init keeps the right one.
+			if k == "gratuitious-arp" {
+				if !truthy(v) {
+					continue
+				}
+				k = "gratuitous-arp"
+			}
+			v1Key, ok := mapping[k]
+			if !ok {
+				in.fail(fmt.Errorf("%s: parameters: unknown %s parameter %q", where, typ, k))
+				continue
+			}
+			v1Params[v1Key] = v
+		}
+		if cfg["interfaces"] == nil {
+			in.fail(fmt.Errorf("%s: missing key \"interfaces\"", where))
+			continue
+		}
+		cmd := map[string]any{
+			"type":              typ,
+			"name":              name,
+			typ + "_interfaces": cfg["interfaces"],
+			"params":            v1Params,
+		}
+		if v, ok := cfg["mtu"]; ok {
+			cmd["mtu"] = v
+		}
+		subnets, err := v2Subnets(cfg)
+		if err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+		}
+		if len(subnets) > 0 {
+			cmd["subnets"] = subnets
+		}
+		if typ == model.TypeBond {
+			err = in.bond(cmd)
+		} else {
+			err = in.bridge(cmd)
+		}
+		if err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+		}
+		in.noteIPv6(cfg)
+	}
+}
+
+// v2Subnets is cloud-init's _v2_to_v1_ipcfg: DHCP first, then one static
+// subnet per address, the first IPv4 (IPv6) address taking gateway4
+// (gateway6) and the first address taking the nameservers; routes hang
+// off the first subnet, because v1 has no interface-level routes.
+func v2Subnets(cfg map[string]any) ([]any, error) {
+	var subnets []any
+	var errs []error
+	for _, fam := range []string{"4", "6"} {
+		if !truthy(cfg["dhcp"+fam]) {
+			continue
+		}
+		s := map[string]any{"type": "dhcp" + fam}
+		overrides, err := asMap(cfg["dhcp"+fam+"-overrides"])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("key %q: %w", "dhcp"+fam+"-overrides", err))
+		} else if v, ok := overrides["route-metric"]; ok {
+			s["metric"] = v
+		}
+		subnets = append(subnets, s)
+	}
+	addresses, err := asList(cfg["addresses"])
+	if err != nil {
+		errs = append(errs, fmt.Errorf("key \"addresses\": %w", err))
+	}
+	nsCfg, err := asMap(cfg["nameservers"])
+	if err != nil {
+		errs = append(errs, fmt.Errorf("key \"nameservers\": %w", err))
+		nsCfg = map[string]any{}
+	}
+	_, hasNS := cfg["nameservers"]
+	gw4Used, gw6Used := false, false
+	nameservers := map[string]any{}
+	for i, raw := range addresses {
+		addr, ok := raw.(string)
+		if !ok {
+			errs = append(errs, fmt.Errorf("addresses[%d]: expected a string, got a %s", i, typeName(raw)))
+			continue
+		}
+		s := map[string]any{"type": "static", "address": addr}
+		if strings.Contains(addr, ":") {
+			if gw, ok := cfg["gateway6"]; ok && !gw6Used {
+				gw6Used = true
+				s["gateway"] = gw
+			}
+		} else if gw, ok := cfg["gateway4"]; ok && !gw4Used {
+			gw4Used = true
+			s["gateway"] = gw
+		}
+		if hasNS && len(nameservers) == 0 {
+			if v := nsCfg["addresses"]; truthy(v) {
+				nameservers["dns_nameservers"] = v
+			}
+			if v := nsCfg["search"]; truthy(v) {
+				nameservers["dns_search"] = v
+			}
+			for k, v := range nameservers {
+				s[k] = v
+			}
+		}
+		subnets = append(subnets, s)
+	}
+	rawRoutes, err := asList(cfg["routes"])
+	if err != nil {
+		errs = append(errs, fmt.Errorf("key \"routes\": %w", err))
+	}
+	var routes []any
+	for i, raw := range rawRoutes {
+		r, err := asMap(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("routes[%d]: %w", i, err))
+			continue
+		}
+		routes = append(routes, map[string]any{"destination": r["to"], "gateway": r["via"]})
+	}
+	if len(subnets) > 0 && len(routes) > 0 {
+		subnets[0].(map[string]any)["routes"] = routes
+	}
+	return subnets, errors.Join(errs...)
+}
+
+// v2Nameservers is cloud-init's _v2_common: every device's nameservers go
+// into the global DNS and onto the device itself. Like cloud-init, it
+// stops at the first device whose nameservers have no addresses.
+func (in *interpreter) v2Nameservers(section string, devices map[string]any, names []string) {
+	for _, key := range names {
+		cfg, ok := devices[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		name := key
+		if v := cfg["set-name"]; truthy(v) {
+			name = pyStr(v)
+		}
+		raw, ok := cfg["nameservers"]
+		if !ok {
+			continue
+		}
+		where := section + "." + key
+		nsCfg, err := asMap(raw)
+		if err != nil {
+			continue // reported with the device's addresses
+		}
+		cmd := map[string]any{"type": "nameserver"}
+		if search, err := scalarList(nsCfg["search"]); err == nil && len(search) > 0 {
+			cmd["search"] = nsCfg["search"]
+		}
+		if addrs, err := scalarList(nsCfg["addresses"]); err == nil && len(addrs) > 0 {
+			cmd["address"] = nsCfg["addresses"]
+		}
+		if _, ok := cmd["address"]; !ok {
+			in.fail(fmt.Errorf("%s: nameservers: missing \"addresses\" (cloud-init then ignores the nameservers of this and the following %s)", where, section))
+			return
+		}
+		if err := in.nameserver(cmd, where); err != nil {
+			in.fail(fmt.Errorf("%s: nameservers: %w", where, err))
+			return
+		}
+		if match, ok := cfg["match"].(map[string]any); ok {
+			if mac := match["macaddress"]; truthy(mac) {
+				if found, ok := in.macs[strings.ToLower(pyStr(mac))]; ok {
+					name = found
+				}
+			}
+		}
+		iface := in.net.Find(name)
+		if iface == nil {
+			in.fail(fmt.Errorf("%s: nameservers: no interface %s", where, name))
+			continue
+		}
+		dns, _ := parseDNS(cmd)
+		iface.DNS = &dns
+	}
+}

@@ -1,0 +1,212 @@
+package parse
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/seedinit/seedinit/seed/yaml11"
+)
+
+// pyStr spells a decoded scalar as Python's str() would, because
+// cloud-init writes values into files with str() or "%s".
+func pyStr(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "None"
+	case string:
+		return x
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return yaml11.FormatFloat(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// truthy is Python's bool() of a decoded value.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case string:
+		return x != ""
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case int:
+		return x != 0
+	case float64:
+		return x != 0
+	case []any:
+		return len(x) > 0
+	case []string:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+
+// isTrue is cloud-init's util.is_true.
+func isTrue(v any) bool {
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	switch strings.ToLower(strings.TrimSpace(pyStr(v))) {
+	case "true", "1", "on", "yes":
+		return true
+	}
+	return false
+}
+
+// toInt is Python's int() on a decoded scalar.
+func toInt(v any) (int, error) {
+	switch x := v.(type) {
+	case int64:
+		if x > math.MaxInt32 || x < math.MinInt32 {
+			return 0, fmt.Errorf("%d is out of range", x)
+		}
+		return int(x), nil
+	case int:
+		return x, nil
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
+			return 0, fmt.Errorf("%s is not an integer", pyStr(x))
+		}
+		return int(x), nil
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an integer", x)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("a %s is not an integer", typeName(v))
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int64, int:
+		return "integer"
+	case float64:
+		return "number"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// asMap returns v as a mapping; nil is an empty mapping.
+func asMap(v any) (map[string]any, error) {
+	switch x := v.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return x, nil
+	}
+	return nil, fmt.Errorf("expected a mapping, got a %s", typeName(v))
+}
+
+// asList returns v as a list; nil is an empty list.
+func asList(v any) ([]any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		return x, nil
+	}
+	return nil, fmt.Errorf("expected a list, got a %s", typeName(v))
+}
+
+// scalarList turns a scalar or a list of scalars into strings: one
+// scalar is a one-item list, as cloud-init treats "address: 8.8.8.8".
+func scalarList(v any) ([]string, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		out := make([]string, 0, len(x))
+		for i, item := range x {
+			switch item.(type) {
+			case []any, map[string]any:
+				return nil, fmt.Errorf("item %d: expected a scalar, got a %s", i, typeName(item))
+			}
+			out = append(out, pyStr(item))
+		}
+		return out, nil
+	case []string:
+		return x, nil
+	case map[string]any:
+		return nil, fmt.Errorf("expected a list, got a mapping")
+	}
+	return []string{pyStr(v)}, nil
+}
+
+// splitList is scalarList, except that a string is split on whitespace,
+// as cloud-init does for subnet dns_nameservers and dns_search.
+func splitList(v any) ([]string, error) {
+	if s, ok := v.(string); ok {
+		return strings.Fields(s), nil
+	}
+	return scalarList(v)
+}
+
+// paramValue keeps a link attribute in the shape the input gave it.
+func paramValue(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, item := range x {
+			out = append(out, pyStr(item))
+		}
+		return out
+	case int:
+		return int64(x)
+	}
+	return v
+}
+
+// orderedKeys lists m's keys in the order the document wrote them
+// (order may be nil or incomplete), then any others sorted.
+func orderedKeys(m map[string]any, order []string) []string {
+	out := make([]string, 0, len(m))
+	seen := make(map[string]bool, len(m))
+	for _, k := range order {
+		if _, ok := m[k]; ok && !seen[k] {
+			out = append(out, k)
+			seen[k] = true
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
