@@ -107,6 +107,9 @@ type Env struct {
 	warnings []string
 }
 
+// Warnings returns what Warn recorded.
+func (e *Env) Warnings() []string { return e.warnings }
+
 // Warn records a non-fatal problem that status and the log report.
 func (e *Env) Warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -151,7 +154,7 @@ func Registered() []string {
 // not implemented yet are listed so the order stays right as they land.
 var moduleOrder = map[Stage][]string{
 	StageNetwork: {
-		"seed_random", "bootcmd", "write_files", "growpart", "resizefs",
+		"consume_data", "seed_random", "bootcmd", "write_files", "growpart", "resizefs",
 		"disk_setup", "mounts", "set_hostname", "update_hostname",
 		"update_etc_hosts", "ca_certs", "rsyslog", "users_groups", "ssh",
 		"set_passwords",

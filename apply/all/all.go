@@ -1,0 +1,12 @@
+// Package all links every module into the binary: importing it registers
+// them with apply.Register.
+package all
+
+import (
+	_ "github.com/seedinit/seedinit/apply/disk"
+	_ "github.com/seedinit/seedinit/apply/files"
+	_ "github.com/seedinit/seedinit/apply/hostname"
+	_ "github.com/seedinit/seedinit/apply/scripts"
+	_ "github.com/seedinit/seedinit/apply/ssh"
+	_ "github.com/seedinit/seedinit/apply/users"
+)

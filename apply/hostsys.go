@@ -1,0 +1,88 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply/target"
+)
+
+// HostSystem is the real System: it changes the running kernel's state when
+// the target is "/" and runs commands chrooted into any other target.
+type HostSystem struct {
+	Root *target.Root
+	// Booting says the target is the root this kernel is booting into
+	// (PID 1 working on /sysroot): the kernel's state is the target's even
+	// though the target is not "/" yet.
+	Booting bool
+}
+
+// Live reports whether the kernel's state belongs to the target.
+func (h HostSystem) Live() bool { return h.Booting || h.Root.IsHostRoot() }
+
+// SetHostname sets the kernel's hostname; refused for another root.
+func (h HostSystem) SetHostname(name string) error {
+	if !h.Live() {
+		return fmt.Errorf("set kernel hostname %q: the target %s is not the running system", name, h.Root.Dir())
+	}
+	if err := unix.Sethostname([]byte(name)); err != nil {
+		return fmt.Errorf("set kernel hostname %q: %w", name, err)
+	}
+	return nil
+}
+
+// basePath is the environment commands get; cloud-init's subp passes its
+// own environment on, which in a boot is as minimal as this.
+var baseEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"LANG=C.UTF-8",
+	"TERM=linux",
+}
+
+// Run runs cmd inside the target. Commands in a target that is not "/"
+// need root (for chroot) and the program inside the target; otherwise the
+// error wraps ErrSkipped so the module reports a skip, not a failure.
+func (h HostSystem) Run(ctx context.Context, cmd Command) error {
+	if len(cmd.Argv) == 0 {
+		return errors.New("run: empty command")
+	}
+	prog := cmd.Argv[0]
+	chroot := !h.Root.IsHostRoot()
+	if chroot {
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("run %s: %w: running commands in target %s needs root (for chroot)", prog, ErrSkipped, h.Root.Dir())
+		}
+	}
+	if !h.Root.Exists(prog) {
+		return fmt.Errorf("run %s: %w: %s does not exist in target %s", prog, ErrSkipped, prog, h.Root.Dir())
+	}
+	c := exec.CommandContext(ctx, prog, cmd.Argv[1:]...)
+	c.Env = append(append([]string{}, baseEnv...), cmd.Env...)
+	c.Dir = cmd.Dir
+	if c.Dir == "" {
+		c.Dir = "/"
+	}
+	c.Stdout = cmd.Output
+	c.Stderr = cmd.Output
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if chroot {
+		c.SysProcAttr.Chroot = h.Root.Dir()
+	}
+	// The command's own children must not outlive a cancelled module.
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	if err := c.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("run %s: %s", prog, ee.ProcessState.String())
+		}
+		return fmt.Errorf("run %s: %w", prog, err)
+	}
+	return nil
+}

@@ -1,0 +1,399 @@
+// Package stages runs cloud-init's stages against a target root: it turns
+// the seed's user-data and vendor-data into one cloud-config, keeps the
+// /var/lib/cloud state, runs each stage's modules with their frequencies,
+// and records status.json and result.json. A failing, panicking or hanging
+// module is reported and the next one runs.
+package stages
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/merge"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed"
+)
+
+// DefaultModuleTimeout bounds one module; scripts_user and runcmd are the
+// ones that can take long, and a boot must still go on.
+const DefaultModuleTimeout = 15 * time.Minute
+
+// Options says what to run and where.
+type Options struct {
+	Root    *target.Root
+	Seed    *seed.Seed
+	Stages  []apply.Stage
+	Sys     apply.System
+	Log     *slog.Logger
+	Console io.Writer
+	Random  io.Reader
+	Now     func() time.Time
+	Version string
+	// Fetch serves #include URLs; nil uses the user-data decoder's default.
+	Fetch         func(ctx context.Context, url string) ([]byte, error)
+	ModuleTimeout time.Duration
+	// MaxUserData caps decompressed user-data (0: the decoder's 16 MiB).
+	MaxUserData int64
+}
+
+// Module outcomes.
+const (
+	StatusRan        = "ran"
+	StatusFailed     = "failed"
+	StatusSkipped    = "skipped"
+	StatusAlreadyRan = "already-ran"
+)
+
+// ModuleResult is one module's run.
+type ModuleResult struct {
+	Name      string          `json:"name"`
+	Frequency apply.Frequency `json:"frequency"`
+	Status    string          `json:"status"`
+	Error     string          `json:"error,omitempty"`
+	Warnings  []string        `json:"warnings,omitempty"`
+	Duration  time.Duration   `json:"duration_ns"`
+	Changes   []target.Change `json:"changes,omitempty"`
+}
+
+// StageResult is one stage's run.
+type StageResult struct {
+	Stage    apply.Stage    `json:"stage"`
+	Start    time.Time      `json:"start"`
+	Finished time.Time      `json:"finished"`
+	Modules  []ModuleResult `json:"modules"`
+	Errors   []string       `json:"errors"`
+	Warnings []string       `json:"warnings"`
+}
+
+// Report is what a run did.
+type Report struct {
+	Datasource string        `json:"datasource"`
+	InstanceID string        `json:"instance_id"`
+	Stages     []StageResult `json:"stages"`
+}
+
+// Errors lists every stage's errors.
+func (r *Report) Errors() []string {
+	var out []string
+	for _, s := range r.Stages {
+		out = append(out, s.Errors...)
+	}
+	return out
+}
+
+// Prepared is the instance's config and decoded parts, made once per run.
+type Prepared struct {
+	Config     apply.Config
+	UserData   *seed.Processed
+	VendorData *seed.Processed
+	Warnings   []string
+	Errors     []string
+}
+
+// Run runs opts.Stages in order against opts.Root. The error is for what
+// stops the run before any module (no seed, a bad instance-id, a state
+// directory that cannot be written); module failures are in the report.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Root == nil || opts.Seed == nil {
+		return nil, errors.New("run stages: a target root and a seed are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Console == nil {
+		opts.Console = io.Discard
+	}
+	if opts.Random == nil {
+		opts.Random = rand.Reader
+	}
+	if opts.ModuleTimeout == 0 {
+		opts.ModuleTimeout = DefaultModuleTimeout
+	}
+	if len(opts.Stages) == 0 {
+		opts.Stages = apply.Stages
+	}
+	st, err := apply.OpenState(opts.Root, opts.Seed.InstanceID, opts.Now)
+	if err != nil {
+		return nil, fmt.Errorf("run stages: %w", err)
+	}
+	if st.NewInstance {
+		opts.Log.Info("new instance", "instance_id", st.InstanceID, "previous", st.PreviousInstanceID)
+	}
+	report := &Report{Datasource: datasourceLine(opts.Seed), InstanceID: st.InstanceID}
+	status := loadStatus(opts.Root, opts.Stages[0] == apply.StageLocal || st.NewInstance)
+	status.setDatasource(report.Datasource)
+
+	var prep *Prepared
+	for _, stage := range opts.Stages {
+		res := StageResult{Stage: stage, Start: opts.Now()}
+		status.start(stage, res.Start)
+		writeStatus(opts.Root, status, opts.Log)
+		if prep == nil && stage != apply.StageLocal {
+			prep = Prepare(ctx, opts, st)
+			res.Errors = append(res.Errors, prep.Errors...)
+			res.Warnings = append(res.Warnings, prep.Warnings...)
+		}
+		if prep != nil {
+			runModules(ctx, opts, st, prep, &res)
+		}
+		res.Finished = opts.Now()
+		status.finish(stage, res.Finished, res.Errors, res.Warnings)
+		writeStatus(opts.Root, status, opts.Log)
+		if err := opts.Root.Sync(); err != nil {
+			opts.Log.Warn("sync", "error", err.Error())
+		}
+		report.Stages = append(report.Stages, res)
+		opts.Log.Info("stage finished", "stage", stage, "duration", res.Finished.Sub(res.Start).Round(time.Microsecond), "errors", len(res.Errors))
+	}
+	if opts.Stages[len(opts.Stages)-1] == apply.StageFinal {
+		writeResult(opts.Root, status, opts.Log)
+	}
+	return report, nil
+}
+
+func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepared, res *StageResult) {
+	mods, _, err := apply.ModulesFor(res.Stage, prep.Config)
+	if err != nil {
+		res.Errors = append(res.Errors, fmt.Sprintf("read module list: %v", err))
+		mods, _, _ = apply.ModulesFor(res.Stage, apply.Config{})
+	}
+	for _, m := range mods {
+		mr := ModuleResult{Name: m.Name, Frequency: m.Frequency}
+		semName := "config_" + m.Name
+		if !st.NewInstance || m.Frequency == apply.PerOnce {
+			if st.HasRun(semName, m.Frequency) {
+				mr.Status = StatusAlreadyRan
+				res.Modules = append(res.Modules, mr)
+				continue
+			}
+		}
+		env := &apply.Env{
+			Root: opts.Root, Config: prep.Config, Seed: opts.Seed,
+			UserData: prep.UserData, VendorData: prep.VendorData,
+			Sys: opts.Sys, Log: opts.Log.With("module", m.Name), Random: opts.Random,
+			State: st, Console: opts.Console, Stage: res.Stage,
+		}
+		before := opts.Root.ChangeCount()
+		start := time.Now()
+		env.Log.Debug("module start")
+		err := runOne(ctx, m, env, opts.ModuleTimeout)
+		mr.Duration = time.Since(start)
+		mr.Changes = opts.Root.Changes(before)
+		mr.Warnings = env.Warnings()
+		res.Warnings = append(res.Warnings, prefixAll(m.Name, mr.Warnings)...)
+		switch {
+		case err == nil:
+			mr.Status = StatusRan
+			env.Log.Info("module ran", "duration", mr.Duration.Round(time.Microsecond), "changes", len(mr.Changes))
+		case errors.Is(err, apply.ErrSkipped):
+			mr.Status = StatusSkipped
+			mr.Error = err.Error()
+			env.Log.Info("module skipped", "reason", err.Error())
+		default:
+			mr.Status = StatusFailed
+			mr.Error = err.Error()
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", m.Name, err))
+			env.Log.Error("module failed", "duration", mr.Duration.Round(time.Microsecond), "error", err.Error())
+		}
+		// The module's files are made durable before its semaphore is
+		// written, so that after a power cut either both are there or the
+		// module runs again.
+		if err := opts.Root.Sync(); err != nil {
+			env.Log.Warn("sync", "error", err.Error())
+		}
+		// Like cloud-init, a module that ran (even if it failed) is not run
+		// again for the same instance; one that could not act is retried.
+		if mr.Status != StatusSkipped {
+			if err := st.MarkRun(semName, m.Frequency); err != nil {
+				res.Errors = append(res.Errors, fmt.Sprintf("%s: record semaphore: %v", m.Name, err))
+			}
+		}
+		res.Modules = append(res.Modules, mr)
+	}
+}
+
+// runOne runs a module with a deadline, turning a panic into an error. A
+// module that ignores its context is abandoned at the deadline: the boot
+// must go on.
+func runOne(ctx context.Context, m apply.Module, env *apply.Env, timeout time.Duration) error {
+	mctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("panic: %v", r)
+			}
+		}()
+		done <- m.Run(mctx, env)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-mctx.Done():
+		return fmt.Errorf("did not finish within %s: %w", timeout, mctx.Err())
+	}
+}
+
+// Prepare decodes user-data and vendor-data, merges them with the target's
+// /etc/cloud config, writes cloud-init's per-instance copies and the
+// instance data. Problems are collected, never fatal: a boot with broken
+// user-data still runs every module it can.
+func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
+	p := &Prepared{}
+	system, sysErrs := readSystemConfig(opts.Root)
+	p.Errors = append(p.Errors, sysErrs...)
+	vars := InstanceData(opts.Root, opts.Seed, system, opts.Version)
+	// #include-once content is fetched once per instance and kept where
+	// cloud-init keeps it.
+	includeOnce := seed.FileIncludeCache{
+		Dir:      seed.IncludeOnceDir,
+		ReadFile: opts.Root.ReadFile,
+		WriteFile: func(name string, data []byte) error {
+			return opts.Root.WriteFile(name, data, 0o600, target.KeepOwner)
+		},
+	}
+	decode := func(what string, raw []byte) (*seed.Processed, map[string]any) {
+		o := seed.Options{MaxSize: opts.MaxUserData, Fetch: opts.Fetch, TemplateVars: vars, IncludeOnce: includeOnce, Name: what}
+		if what == "user-data" {
+			o.LaunchIndex = launchIndex(opts.Seed.Metadata)
+		}
+		proc, err := seed.ProcessUserData(ctx, raw, o)
+		if err != nil {
+			p.Errors = append(p.Errors, fmt.Sprintf("process %s: %v", what, err))
+			return &seed.Processed{}, nil
+		}
+		for _, w := range proc.Warnings {
+			p.Warnings = append(p.Warnings, what+": "+w)
+		}
+		cfg, errs := merge.MergeParts(proc.Parts)
+		for _, e := range errs {
+			p.Errors = append(p.Errors, fmt.Sprintf("%s: %v", what, e))
+		}
+		return proc, cfg
+	}
+	var userCfg, vendorCfg map[string]any
+	p.UserData, userCfg = decode("user-data", opts.Seed.UserData)
+	if vendorDataEnabled(userCfg, system) {
+		p.VendorData, vendorCfg = decode("vendor-data", opts.Seed.VendorData)
+	} else {
+		p.VendorData = &seed.Processed{}
+		opts.Log.Info("vendor-data disabled by vendor_data.enabled")
+	}
+	p.Config = apply.Config(merge.MergeMany(userCfg, vendorCfg, system))
+	p.Warnings = append(p.Warnings, unknownKeys(userCfg, vendorCfg)...)
+
+	write := func(name string, data []byte, mode uint32) {
+		if _, err := opts.Root.WriteFileIfChanged(name, data, fsMode(mode), target.KeepOwner); err != nil {
+			p.Errors = append(p.Errors, err.Error())
+		}
+	}
+	write(st.InstanceDir("user-data.txt"), opts.Seed.UserData, 0o600)
+	write(st.InstanceDir("vendor-data.txt"), opts.Seed.VendorData, 0o600)
+	write(st.InstanceDir("cloud-config.txt"), cloudConfigText(userCfg), 0o600)
+	write(st.InstanceDir("vendor-cloud-config.txt"), cloudConfigText(vendorCfg), 0o600)
+	write(st.InstanceDir("datasource"), []byte(datasourceLine(opts.Seed)+"\n"), 0o644)
+	if len(opts.Seed.NetworkConfig) > 0 {
+		write(st.InstanceDir("network-config"), opts.Seed.NetworkConfig, 0o600)
+	}
+	data := InstanceData(opts.Root, opts.Seed, p.Config, opts.Version)
+	write("/run/cloud-init/instance-data-sensitive.json", marshalJSON(data), 0o600)
+	write("/run/cloud-init/instance-data.json", marshalJSON(Redacted(data)), 0o644)
+	return p
+}
+
+// launchIndex is the metadata's launch-index (EC2, OpenStack): parts
+// addressed to another instance of a multi-instance launch are left out.
+func launchIndex(md map[string]any) *int {
+	switch v := md["launch-index"].(type) {
+	case int64:
+		n := int(v)
+		return &n
+	case string:
+		if n, err := strconv.Atoi(v); err == nil {
+			return &n
+		}
+	}
+	return nil
+}
+
+// vendorDataEnabled reads vendor_data.enabled, user-data first.
+func vendorDataEnabled(cfgs ...map[string]any) bool {
+	for _, c := range cfgs {
+		vd, ok := c["vendor_data"].(map[string]any)
+		if !ok {
+			continue
+		}
+		if v, ok := vd["enabled"]; ok && v != nil {
+			b, err := apply.AsBool(v)
+			return err != nil || b
+		}
+	}
+	return true
+}
+
+// systemKeys are cloud-config keys that configure cloud-init itself rather
+// than a module.
+var systemKeys = map[string]bool{
+	"merge_how": true, "merge_type": true, "system_info": true, "datasource_list": true,
+	"datasource": true, "cloud_init_modules": true, "cloud_config_modules": true,
+	"cloud_final_modules": true, "vendor_data": true, "vendor_data2": true,
+	"_log": true, "log_cfgs": true, "output": true, "def_log_file": true,
+	"syslog_fix_perms": true, "disable_root": true, "disable_root_opts": true,
+	"preserve_hostname": true, "manual_cache_clean": true, "network": true,
+	"reporting": true, "ssh_pwauth": true, "allow_public_ssh_keys": true,
+}
+
+func unknownKeys(cfgs ...map[string]any) []string {
+	claimed := map[string]bool{}
+	for _, name := range apply.Registered() {
+		m, _ := apply.Lookup(name)
+		for _, k := range m.Keys {
+			claimed[k] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cfgs {
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if claimed[k] || systemKeys[k] || seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, fmt.Sprintf("cloud-config key %q is not handled by seedinit %s; ignored", k, "yet"))
+		}
+	}
+	return out
+}
+
+func datasourceLine(s *seed.Seed) string {
+	line := "DataSource" + s.Datasource
+	if s.Subplatform != "" {
+		line += " [" + s.Subplatform + "]"
+	}
+	return line
+}
+
+func prefixAll(prefix string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = prefix + ": " + s
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/applytest"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed"
+)
+
+var (
+	runsOK, runsAlways, runsOnce atomic.Int32
+	releaseHang                  = make(chan struct{})
+)
+
+func init() {
+	apply.Register(apply.Module{Name: "test_ok", Keys: []string{"test_ok"}, Run: func(ctx context.Context, env *apply.Env) error {
+		runsOK.Add(1)
+		return env.Root.WriteFile("/etc/test-ok", []byte("ok\n"), 0o644, target.KeepOwner)
+	}})
+	apply.Register(apply.Module{Name: "test_always", Frequency: apply.PerBoot, Run: func(ctx context.Context, env *apply.Env) error {
+		runsAlways.Add(1)
+		return nil
+	}})
+	apply.Register(apply.Module{Name: "test_once", Frequency: apply.PerOnce, Run: func(ctx context.Context, env *apply.Env) error {
+		runsOnce.Add(1)
+		return nil
+	}})
+	apply.Register(apply.Module{Name: "test_panics", Run: func(ctx context.Context, env *apply.Env) error {
+		var m *apply.Module
+		return m.Run(ctx, env) // a nil pointer dereference, on purpose
+	}})
+	apply.Register(apply.Module{Name: "test_hangs", Run: func(ctx context.Context, env *apply.Env) error {
+		<-releaseHang // ignores ctx on purpose: the runner must not wait for it
+		return nil
+	}})
+	apply.Register(apply.Module{Name: "test_fails", Run: func(ctx context.Context, env *apply.Env) error {
+		env.Warn("about to fail")
+		return errors.New("it broke")
+	}})
+	apply.Register(apply.Module{Name: "test_skips", Run: func(ctx context.Context, env *apply.Env) error {
+		return apply.Skip("no shell in the target")
+	}})
+}
+
+const testUserData = `#cloud-config
+cloud_init_modules: [test_ok, test_panics, test_hangs, test_fails, test_skips, test_always, test_once]
+cloud_config_modules: []
+cloud_final_modules: []
+test_ok: true
+no_such_key: 1
+`
+
+func runOnce(t *testing.T, dir, instanceID, userData string) *Report {
+	t.Helper()
+	root, err := target.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	rep, err := Run(context.Background(), Options{
+		Root:          root,
+		Seed:          &seed.Seed{Datasource: "NoCloud", InstanceID: instanceID, UserData: []byte(userData)},
+		Sys:           &applytest.FakeSystem{},
+		ModuleTimeout: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func statuses(r *Report) map[string]string {
+	out := map[string]string{}
+	for _, s := range r.Stages {
+		for _, m := range s.Modules {
+			out[m.Name] = m.Status
+		}
+	}
+	return out
+}
+
+func TestRunSurvivesBadModulesAndHonoursFrequencies(t *testing.T) {
+	t.Cleanup(func() { close(releaseHang) })
+	dir := t.TempDir()
+	runsOK.Store(0)
+	runsAlways.Store(0)
+	runsOnce.Store(0)
+
+	first := runOnce(t, dir, "i-1", testUserData)
+	want := map[string]string{
+		"test_ok": StatusRan, "test_panics": StatusFailed, "test_hangs": StatusFailed,
+		"test_fails": StatusFailed, "test_skips": StatusSkipped, "test_always": StatusRan, "test_once": StatusRan,
+	}
+	if d := cmp.Diff(want, statuses(first)); d != "" {
+		t.Errorf("first run statuses (-want +got):\n%s", d)
+	}
+	errs := strings.Join(first.Errors(), "\n")
+	for _, w := range []string{"test_panics: panic:", "test_hangs: did not finish within", "test_fails: it broke"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("errors %q lack %q", errs, w)
+		}
+	}
+	var warned bool
+	for _, s := range first.Stages {
+		for _, w := range s.Warnings {
+			warned = warned || strings.Contains(w, `"no_such_key"`)
+		}
+	}
+	if !warned {
+		t.Error("an unknown cloud-config key should be warned about by name")
+	}
+
+	second := runOnce(t, dir, "i-1", testUserData)
+	want2 := map[string]string{
+		"test_ok": StatusAlreadyRan, "test_panics": StatusAlreadyRan, "test_hangs": StatusAlreadyRan,
+		"test_fails": StatusAlreadyRan, "test_skips": StatusSkipped, "test_always": StatusRan, "test_once": StatusAlreadyRan,
+	}
+	if d := cmp.Diff(want2, statuses(second)); d != "" {
+		t.Errorf("same instance again (-want +got):\n%s", d)
+	}
+
+	third := runOnce(t, dir, "i-2", testUserData)
+	if got := statuses(third); got["test_ok"] != StatusRan || got["test_once"] != StatusAlreadyRan {
+		t.Errorf("new instance: per-instance modules must run again and per-once ones not: %v", got)
+	}
+	if runsOK.Load() != 2 || runsAlways.Load() != 3 || runsOnce.Load() != 1 {
+		t.Errorf("runs: per-instance %d (want 2), always %d (want 3), once %d (want 1)", runsOK.Load(), runsAlways.Load(), runsOnce.Load())
+	}
+	prev, _ := os.ReadFile(filepath.Join(dir, "var/lib/cloud/data/previous-instance-id"))
+	if string(prev) != "i-1\n" {
+		t.Errorf("previous-instance-id = %q, want i-1", prev)
+	}
+	link, _ := os.Readlink(filepath.Join(dir, "var/lib/cloud/instance"))
+	if link != "/var/lib/cloud/instances/i-2" {
+		t.Errorf("instance link = %q", link)
+	}
+}
+
+func TestStatusAndResultFiles(t *testing.T) {
+	dir := t.TempDir()
+	runOnce(t, dir, "i-9", "#cloud-config\ncloud_init_modules: [test_fails]\ncloud_config_modules: []\ncloud_final_modules: []\n")
+	b, err := os.ReadFile(filepath.Join(dir, "var/lib/cloud/data/status.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	v1 := st["v1"]
+	for _, k := range []string{"datasource", "stage", "init-local", "init", "modules-config", "modules-final"} {
+		if _, ok := v1[k]; !ok {
+			t.Errorf("status.json v1 lacks %q: %s", k, b)
+		}
+	}
+	if v1["stage"] != nil {
+		t.Errorf("stage = %v after the run, want null", v1["stage"])
+	}
+	initErrs := v1["init"].(map[string]any)["errors"].([]any)
+	if len(initErrs) != 1 || !strings.Contains(initErrs[0].(string), "it broke") {
+		t.Errorf("init errors = %v", initErrs)
+	}
+	r, err := os.ReadFile(filepath.Join(dir, "var/lib/cloud/data/result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r), `"DataSourceNoCloud"`) || !strings.Contains(string(r), "it broke") {
+		t.Errorf("result.json = %s", r)
+	}
+	for _, f := range []string{"user-data.txt", "cloud-config.txt", "vendor-data.txt", "datasource"} {
+		if _, err := os.Stat(filepath.Join(dir, "var/lib/cloud/instances/i-9", f)); err != nil {
+			t.Errorf("instance file %s: %v", f, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "var/lib/cloud/instances/i-9/user-data.txt")); err == nil && fi.Mode().Perm() != 0o600 {
+		t.Errorf("user-data.txt mode %v: user-data may hold secrets, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestBrokenUserDataStillRunsModules(t *testing.T) {
+	dir := t.TempDir()
+	// The YAML is broken: the run must report it and still run every stage.
+	rep := runOnce(t, dir, "i-3", "#cloud-config\nhostname: [unclosed\n")
+	if len(rep.Stages) != 4 {
+		t.Fatalf("ran %d stages, want 4", len(rep.Stages))
+	}
+	if !strings.Contains(strings.Join(rep.Errors(), "\n"), "line") {
+		t.Errorf("the YAML error should name a line: %q", rep.Errors())
+	}
+}
+
+func TestVendorDataDisabled(t *testing.T) {
+	for _, tt := range []struct {
+		user string
+		want bool
+	}{
+		{"#cloud-config\n{}\n", true},
+		{"#cloud-config\nvendor_data: {enabled: false}\n", false},
+		{"#cloud-config\nvendor_data: {enabled: 'no'}\n", false},
+		{"#cloud-config\nvendor_data: {enabled: true}\n", true},
+	} {
+		dir := t.TempDir()
+		root, _ := target.Open(dir)
+		rep, err := Run(context.Background(), Options{
+			Root:   root,
+			Stages: []apply.Stage{apply.StageNetwork},
+			Sys:    &applytest.FakeSystem{},
+			Seed: &seed.Seed{Datasource: "NoCloud", InstanceID: "i-v", UserData: []byte(tt.user),
+				VendorData: []byte("#cloud-config\nvendor_marker: 1\n")},
+		})
+		root.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = rep
+		cc, _ := os.ReadFile(filepath.Join(dir, "var/lib/cloud/instances/i-v/vendor-cloud-config.txt"))
+		if got := strings.Contains(string(cc), "vendor_marker"); got != tt.want {
+			t.Errorf("user-data %q: vendor config used = %v, want %v", tt.user, got, tt.want)
+		}
+	}
+}
