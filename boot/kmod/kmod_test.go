@@ -67,8 +67,8 @@ alias crc32c crc32c_generic
 alias virtio:d00000001v* virtio_net
 alias fs-ext4 ext4
 `,
-	"modules.softdep": "softdep ext4 pre: crc32c\n",
-	"modules.builtin": "kernel/drivers/virtio/virtio.ko\nkernel/drivers/virtio/virtio_pci.ko\n",
+	"modules.softdep":        "softdep ext4 pre: crc32c\n",
+	"modules.builtin":        "kernel/drivers/virtio/virtio.ko\nkernel/drivers/virtio/virtio_pci.ko\n",
 	"kernel/fs/ext4/ext4.ko": "", "kernel/fs/mbcache.ko": "", "kernel/fs/jbd2/jbd2.ko": "", "kernel/lib/crc16.ko": "",
 	"kernel/arch/x86/crypto/crc32c-intel.ko": "", "kernel/crypto/crc32c_generic.ko": "",
 	"kernel/drivers/net/virtio_net.ko": "", "kernel/net/core/failover.ko": "", "kernel/drivers/net/net_failover.ko": "",

@@ -1,0 +1,39 @@
+# seedinit — see README.md. `make help` lists the targets.
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO      ?= go
+BIN     := bin/seedinit
+LDFLAGS := -s -w -X github.com/seedinit/seedinit/apply.Version=$(VERSION)
+export CGO_ENABLED := 0
+
+.PHONY: help build test test-go e2e lint demo clean fuzz
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build the static binary bin/seedinit
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/seedinit
+
+test: lint test-go e2e ## run every test (tests that need root, cloud-init or QEMU skip with a reason when they cannot run)
+
+test-go:
+	$(GO) test -count=1 ./...
+
+e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs and check each scenario
+	scripts/e2e
+
+lint: ## gofmt, go vet, and staticcheck when it can be installed
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@if scripts/staticcheck -version >/dev/null 2>&1; then scripts/staticcheck ./...; \
+	  else echo "lint: staticcheck not available, skipped"; fi
+
+demo: build ## apply the bundled appliance seed to a fresh temporary root and show what changed
+	scripts/demo
+
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	scripts/fuzz $${FUZZTIME:-10s}
+
+clean: ## remove build output
+	rm -rf bin

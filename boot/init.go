@@ -1,0 +1,360 @@
+package boot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/stages"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/boot/kmod"
+	"github.com/seedinit/seedinit/seed"
+)
+
+// Where PID 1 keeps its things; /run moves into the real root at the
+// handoff, so the final stage and `seedinit analyze` find them there.
+const (
+	RunDir       = "/run/seedinit"
+	TimelinePath = RunDir + "/timeline.json"
+	SeedCacheDir = RunDir + "/seed"
+	sysroot      = "/sysroot"
+)
+
+// defaultInits are tried in order when init= names none or it fails.
+var defaultInits = []string{"/sbin/init", "/etc/init", "/bin/init", "/bin/sh"}
+
+// fsModules are loaded before the root and seed disks are mounted: the
+// common root filesystems and the seed disks' ISO9660 and FAT.
+var fsModules = []string{"fs-ext4", "fs-vfat", "fs-iso9660", "nls_cp437", "nls_iso8859-1", "nls_ascii"}
+
+// PID1 is one boot's state.
+type PID1 struct {
+	Initramfs bool // root on /sysroot and switch_root, or "/" already
+	Start     time.Time
+	Log       *slog.Logger
+	Timeline  *Timeline
+	Opts      Options
+	Mounter   Mounter
+	Reaper    *Reaper
+	Console   io.Writer
+
+	remountedRW bool
+}
+
+// Main is PID 1: it never returns. Whatever fails, it ends in exec of the
+// real init, or in a rescue shell or a reboot when there is no root to
+// hand off to.
+func Main(initramfs bool) {
+	p := &PID1{Initramfs: initramfs, Start: time.Now(), Mounter: SysMounter{}}
+	defer func() {
+		if r := recover(); r != nil {
+			p.logger().Error("PID 1 panicked; handing off anyway", "panic", fmt.Sprint(r))
+		}
+		p.handoff()
+	}()
+	p.boot()
+}
+
+func (p *PID1) logger() *slog.Logger {
+	if p.Log == nil {
+		p.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return p.Log
+}
+
+func (p *PID1) boot() {
+	if err := MountEarly(p.Mounter, EarlyMounts); err != nil {
+		// Without /proc and /sys nothing below works; log and hand off.
+		fmt.Fprintf(os.Stderr, "seedinit: %v\n", err)
+	}
+	p.Console = setupConsole()
+	level := slog.LevelInfo
+	cmd := ParseCmdline(readCmdline())
+	opts, optErrs := ParseOptions(cmd)
+	p.Opts = opts
+	if opts.Debug {
+		level = slog.LevelDebug
+	}
+	var out io.Writer = p.Console
+	if k := openKmsg(); k != nil {
+		out = io.MultiWriter(p.Console, k)
+	}
+	p.Log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	p.Timeline = NewTimeline(p.Start, p.Log)
+	p.Reaper = NewReaper()
+	go p.Reaper.Run()
+	p.Log.Info("seedinit starting", "version", apply.Version, "pid", os.Getpid(), "initramfs", p.Initramfs)
+	for _, err := range optErrs {
+		p.Log.Warn("kernel command line", "error", err.Error())
+	}
+	if opts.Disable {
+		p.Log.Info("seedinit.disable: handing off at once")
+		if p.Initramfs {
+			p.Timeline.Do("mount root", p.mountRoot)
+		}
+		return
+	}
+	p.Timeline.Do("kernel modules", p.loadModules)
+	if p.Initramfs {
+		if err := p.Timeline.Do("mount root", p.mountRoot); err != nil {
+			p.rescue(err)
+			return
+		}
+	} else {
+		p.Timeline.Do("remount root read-write", p.remountRootRW)
+	}
+	p.Timeline.Do("provision", p.provision)
+}
+
+func (p *PID1) targetDir() string {
+	if p.Initramfs {
+		return sysroot
+	}
+	return "/"
+}
+
+func (p *PID1) loadModules() error {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return err
+	}
+	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
+	idx, err := kmod.ReadDepmod(dir)
+	if err != nil {
+		if _, statErr := os.Stat(dir); statErr != nil {
+			p.Log.Info("no kernel modules for this kernel; relying on built-ins", "dir", dir)
+			return nil
+		}
+		if idx, err = kmod.BuildIndex(dir); err != nil {
+			return err
+		}
+	}
+	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: p.Log}
+	var errs []error
+	loaded, cerrs := l.Coldplug("/sys/devices")
+	errs = append(errs, cerrs...)
+	for _, m := range append(append([]string{}, fsModules...), p.Opts.Modules...) {
+		if err := l.Load(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.Opts.RootFS != "" {
+		if err := l.Load("fs-" + p.Opts.RootFS); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.Log.Info("kernel modules", "coldplugged", strings.Join(loaded, ","), "errors", len(errs))
+	for _, e := range errs {
+		p.Log.Debug("module", "error", e.Error())
+	}
+	return nil
+}
+
+func (p *PID1) mountRoot() error {
+	if p.Opts.Root == "" {
+		return errors.New("no root= on the kernel command line")
+	}
+	if p.Opts.RootDelay > 0 {
+		time.Sleep(p.Opts.RootDelay)
+	}
+	limit := 30 * time.Second
+	if p.Opts.RootWait {
+		limit = 5 * time.Minute
+	}
+	dev, err := WaitRoot(context.Background(), p.Opts.Root, FindRoot, limit)
+	if err != nil {
+		return err
+	}
+	// Mounted read-write to provision it; put back to read-only before the
+	// handoff when the command line asks for ro, as the real init expects.
+	return MountRoot(p.Mounter, dev, sysroot, p.Opts.RootFS, p.Opts.RootFlags, false)
+}
+
+// remountRootRW makes "/" writable when the kernel mounted it read-only
+// (its default without "rw"); handoff puts it back for the real init.
+func (p *PID1) remountRootRW() error {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/", &st); err != nil {
+		return err
+	}
+	if st.Flags&unix.ST_RDONLY == 0 {
+		return nil
+	}
+	if err := p.Mounter.Mount("", "/", "", unix.MS_REMOUNT, ""); err != nil {
+		return fmt.Errorf("remount / read-write: %w", err)
+	}
+	p.remountedRW = true
+	return nil
+}
+
+func (p *PID1) provision() error {
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var sd *seed.Seed
+	err = p.Timeline.Do("find seed", func() error {
+		sd, err = FindSeed(p.Log, root, p.Opts)
+		return err
+	})
+	if err != nil {
+		return nil // no seed: nothing to provision, hand off
+	}
+	if err := saveSeed(sd); err != nil {
+		p.Log.Warn("keep seed for the final stage", "error", err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	return p.Timeline.Do("stages local, network, config", func() error {
+		rep, err := stages.Run(ctx, stages.Options{
+			Root:    root,
+			Seed:    sd,
+			Stages:  []apply.Stage{apply.StageLocal, apply.StageNetwork, apply.StageConfig},
+			Sys:     apply.HostSystem{Root: root, Booting: true},
+			Log:     p.Log,
+			Console: p.Console,
+			Version: apply.Version,
+		})
+		if err != nil {
+			return err
+		}
+		if errs := rep.Errors(); len(errs) > 0 {
+			return fmt.Errorf("%d module error(s): %s", len(errs), strings.Join(errs, "; "))
+		}
+		return nil
+	})
+}
+
+// handoff switches to the real root when there is one, starts the final
+// stage's process and execs the real init. It does not return.
+func (p *PID1) handoff() {
+	log := p.logger()
+	if p.Timeline == nil {
+		p.Timeline = NewTimeline(p.Start, log)
+	}
+	if p.Initramfs {
+		if !isMountPoint(sysroot) {
+			p.rescue(errors.New("the root filesystem is not mounted"))
+		}
+		if p.Opts.ReadOnly {
+			if err := unix.Mount("", sysroot, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+				log.Warn("remount root read-only", "error", err.Error())
+			}
+		}
+	}
+	if p.remountedRW && p.Opts.ReadOnly {
+		unix.Sync()
+		if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			log.Warn("remount / read-only", "error", err.Error())
+		}
+	}
+	os.MkdirAll(RunDir, 0o755)
+	os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
+	if p.Initramfs {
+		if err := SwitchRoot(sysroot); err != nil {
+			p.rescue(err)
+		}
+	}
+	if !p.Opts.Disable {
+		p.startFinalStage()
+	}
+	if p.Reaper != nil {
+		p.Reaper.Stop()
+	}
+	inits := defaultInits
+	if p.Opts.Init != "" {
+		inits = append([]string{p.Opts.Init}, inits...)
+	}
+	for _, init := range inits {
+		if init == selfPath() {
+			continue
+		}
+		argv := append([]string{init}, p.Opts.InitArgs...)
+		log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond))
+		err := unix.Exec(init, argv, os.Environ())
+		log.Error("exec init", "init", init, "error", err.Error())
+	}
+	p.rescue(errors.New("no init could be executed"))
+}
+
+// startFinalStage starts a child that outlives the exec of the real init
+// (it keeps its PID; the real init inherits it as a child) and runs the
+// final stage once that init is up. Nothing in the final stage can delay
+// the boot.
+func (p *PID1) startFinalStage() {
+	self := "/proc/self/exe"
+	cmd := exec.Command(self, "run", "--stage", "final", "--after-handoff", "--seed", SeedCacheDir, "--root", "/")
+	cmd.Stdout, cmd.Stderr = p.Console, p.Console
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		p.logger().Error("start the final stage", "error", err.Error())
+		return
+	}
+	p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid)
+}
+
+// rescue is the end when there is nothing to hand off to: a shell on the
+// console when asked for and present, else a message and a reboot.
+func (p *PID1) rescue(cause error) {
+	log := p.logger()
+	log.Error("cannot boot", "error", cause.Error())
+	if p.Opts.Rescue == "shell" {
+		for _, sh := range []string{"/bin/sh", "/bin/busybox"} {
+			if _, err := os.Stat(sh); err == nil {
+				log.Info("starting a rescue shell; exit it to reboot", "shell", sh)
+				c := exec.Command(sh)
+				c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+				c.Run()
+				break
+			}
+		}
+	}
+	log.Error("rebooting in 10 seconds")
+	time.Sleep(10 * time.Second)
+	unix.Sync()
+	for {
+		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+		time.Sleep(time.Second)
+	}
+}
+
+func setupConsole() io.Writer {
+	f, err := os.OpenFile("/dev/console", os.O_RDWR, 0)
+	if err != nil {
+		return os.Stderr
+	}
+	for _, fd := range []int{0, 1, 2} {
+		unix.Dup2(int(f.Fd()), fd)
+	}
+	return f
+}
+
+func readCmdline() string {
+	b, _ := os.ReadFile("/proc/cmdline")
+	return strings.TrimSpace(string(b))
+}
+
+func isMountPoint(dir string) bool {
+	var a, b unix.Stat_t
+	if unix.Stat(dir, &a) != nil || unix.Stat(filepath.Dir(dir), &b) != nil {
+		return false
+	}
+	return a.Dev != b.Dev
+}
+
+func selfPath() string {
+	p, _ := os.Readlink("/proc/self/exe")
+	return p
+}

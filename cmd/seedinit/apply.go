@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/stages"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed"
+)
+
+func runApply(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit apply", flag.ContinueOnError)
+	rootDir := fs.String("root", "", "target root directory (required)")
+	seedDir := fs.String("seed", "", "NoCloud seed directory: meta-data, user-data, vendor-data, network-config (required)")
+	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all")
+	out := outputFlags(fs)
+	if _, code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if *rootDir == "" || *seedDir == "" {
+		return fail(stderr, "apply: --root and --seed are required")
+	}
+	return runStages("apply", *rootDir, *seedDir, *stageName, out, stdout, stderr)
+}
+
+// output holds the flags apply and run share.
+type output struct {
+	asJSON, debug, quiet *bool
+}
+
+func outputFlags(fs *flag.FlagSet) output {
+	return output{
+		asJSON: fs.Bool("json", false, "print the report as JSON"),
+		debug:  fs.Bool("debug", false, "log debug messages"),
+		quiet:  fs.Bool("quiet", false, "print no report, only errors"),
+	}
+}
+
+func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, stderr io.Writer) int {
+	var stageList []apply.Stage
+	if stageName != "all" {
+		st, err := apply.ParseStage(stageName)
+		if err != nil {
+			return fail(stderr, "%s: --stage: %v", verb, err)
+		}
+		stageList = []apply.Stage{st}
+	}
+	root, err := target.Open(rootDir)
+	if err != nil {
+		return fail(stderr, "%s: %v", verb, err)
+	}
+	defer root.Close()
+	sd, err := seed.LoadNoCloudDir(seedDir)
+	if err != nil {
+		return fail(stderr, "%s: %v", verb, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(seedDir, "subplatform")); err == nil {
+		sd.Subplatform = strings.TrimSpace(string(b))
+	}
+
+	level := slog.LevelInfo
+	if *out.debug {
+		level = slog.LevelDebug
+	}
+	var logBuf bytes.Buffer
+	logOut := io.MultiWriter(stderr, &logBuf)
+	if *out.quiet {
+		logOut = &logBuf
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// What modules show the user (final_message, RANDOM passwords) must not
+	// mix with a JSON report.
+	console := stdout
+	if *out.asJSON {
+		console = stderr
+	}
+	start := time.Now()
+	report, err := stages.Run(ctx, stages.Options{
+		Root:    root,
+		Seed:    sd,
+		Stages:  stageList,
+		Sys:     apply.HostSystem{Root: root},
+		Log:     log,
+		Console: console,
+		Version: apply.Version,
+	})
+	elapsed := time.Since(start)
+	// The log is kept in the target like cloud-init.log, appended per run.
+	if werr := root.AppendFile("/var/log/seedinit.log", logBuf.Bytes(), 0o640, target.KeepOwner); werr != nil {
+		fmt.Fprintf(stderr, "seedinit: %s: keep the log: %v\n", verb, werr)
+	}
+	if err != nil {
+		return fail(stderr, "%s: %v", verb, err)
+	}
+	switch {
+	case *out.asJSON:
+		b, _ := json.MarshalIndent(report, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	case !*out.quiet:
+		printReport(stdout, report, elapsed)
+	}
+	if errs := report.Errors(); len(errs) > 0 {
+		fmt.Fprintf(stderr, "seedinit: %s finished with %d error(s):\n%s\n", verb, len(errs), indent(strings.Join(errs, "\n"), "  "))
+		return exitRecoverable
+	}
+	return exitOK
+}
+
+func printReport(w io.Writer, r *stages.Report, elapsed time.Duration) {
+	fmt.Fprintf(w, "\ninstance %s from %s\n", r.InstanceID, r.Datasource)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE\tMODULE\tSTATUS\tTIME\tCHANGED")
+	for _, s := range r.Stages {
+		if len(s.Modules) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t%s\t\n", s.Stage, ms(s.Finished.Sub(s.Start)))
+		}
+		for _, m := range s.Modules {
+			if m.Status == stages.StatusAlreadyRan {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\n", s.Stage, m.Name, m.Status)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Stage, m.Name, m.Status, ms(m.Duration), changedPaths(m.Changes))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "total %s\n", ms(elapsed))
+}
+
+func changedPaths(changes []target.Change) string {
+	seen := map[string]bool{}
+	var paths []string
+	for _, c := range changes {
+		if c.Op == "mkdir" || seen[c.Path] {
+			continue
+		}
+		seen[c.Path] = true
+		paths = append(paths, c.Path)
+	}
+	const show = 4
+	if len(paths) > show {
+		return strings.Join(paths[:show], " ") + fmt.Sprintf(" (+%d more)", len(paths)-show)
+	}
+	return strings.Join(paths, " ")
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+}

@@ -1,0 +1,117 @@
+// Command seedinit provisions a machine from its cloud's seed, the job
+// cloud-init does, as one static binary. See the README for the commands.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/seedinit/seedinit/apply"
+	_ "github.com/seedinit/seedinit/apply/all"
+)
+
+// Exit codes, as cloud-init status uses them.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitRecoverable = 2
+)
+
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{
+	"apply":     {"apply a NoCloud seed directory to a target root", runApply},
+	"status":    {"show the state of the last run", runStatus},
+	"query":     {"print instance data (cloud-init's v1 keys)", runQuery},
+	"clean":     {"remove the state so the next run starts over", runClean},
+	"version":   {"print the version", runVersion},
+	"init":      {"run as PID 1 (what /init and /sbin/init do)", runInit},
+	"run":       {"run stages on this system, from an init system or after the handoff", runRun},
+	"analyze":   {"print the boot timeline: show or blame", runAnalyze},
+	"initramfs": {"build an initramfs with seedinit as /init: initramfs build ...", runInitramfs},
+}
+
+func main() {
+	// As the kernel's init (an initramfs's /init, or /sbin/init on the
+	// root) seedinit is PID 1 whatever its arguments say.
+	if os.Getpid() == 1 {
+		runInit(nil, os.Stdout, os.Stderr)
+	}
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitError
+		}
+		return exitOK
+	}
+	if args[0] == "--version" {
+		args[0] = "version"
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "seedinit: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitError
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: seedinit COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'seedinit COMMAND -h' for a command's flags.")
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "seedinit", apply.Version)
+	return exitOK
+}
+
+// parseFlags parses flags wherever they stand among the positional
+// arguments, so that "query KEY --root DIR" works like "query --root DIR KEY".
+// A false ok means the caller returns code: 0 after -h, 1 after bad flags.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (positional []string, code int, ok bool) {
+	fs.SetOutput(stderr)
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitError, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, exitOK, true
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func fail(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "seedinit: "+format+"\n", args...)
+	return exitError
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newTargetRoot makes a small Debian-like root, like scripts/demo's.
+func newTargetRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"etc/passwd":          "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"etc/group":           "root:x:0:\nadm:x:4:\nsudo:x:27:\nnogroup:x:65534:\n",
+		"etc/shadow":          "root:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n",
+		"etc/gshadow":         "root:*::\nadm:*::\nsudo:*::\nnogroup:*::\n",
+		"etc/ssh/sshd_config": "PasswordAuthentication yes\n",
+		"etc/motd":            "Welcome.\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestApplyExampleSeedThenStatusQueryClean(t *testing.T) {
+	root := newTargetRoot(t)
+	seedDir := "../../images/examples/appliance"
+	code, out, stderr := run(t, "apply", "--root", root, "--seed", seedDir)
+	if code != exitOK && code != exitRecoverable {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"users_groups", "write_files", "set_hostname"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %s:\n%s", want, out)
+		}
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		return string(b)
+	}
+	if got := read("etc/hostname"); got != "waf-01\n" {
+		t.Errorf("/etc/hostname = %q", got)
+	}
+	if !strings.Contains(read("etc/passwd"), "\nadmin:x:1000:1000:Appliance administrator:/home/admin:/bin/sh\n") {
+		t.Errorf("admin missing from passwd:\n%s", read("etc/passwd"))
+	}
+	if !strings.Contains(read("home/admin/.ssh/authorized_keys"), "admin@laptop") {
+		t.Error("admin's key missing")
+	}
+	if got := read("etc/waf/banner.txt"); got != "Authorised access only.\n" {
+		t.Errorf("b64 file = %q", got)
+	}
+	if strings.Contains(out+stderr+read("var/log/seedinit.log"), "correct horse") {
+		t.Error("a password reached the output or the log")
+	}
+
+	// A second apply changes nothing and reports per-instance modules as done.
+	before := read("etc/passwd") + read("etc/shadow") + read("etc/group") + read("etc/motd")
+	code, out, _ = run(t, "apply", "--root", root, "--seed", seedDir)
+	if code != exitOK && code != exitRecoverable {
+		t.Fatalf("second apply exit %d", code)
+	}
+	if after := read("etc/passwd") + read("etc/shadow") + read("etc/group") + read("etc/motd"); after != before {
+		t.Errorf("second apply changed the accounts or motd")
+	}
+	if !strings.Contains(out, "already-ran") {
+		t.Errorf("second apply should report already-ran modules:\n%s", out)
+	}
+
+	code, out, _ = run(t, "status", "--root", root, "--json")
+	var st statusSummary
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if st.Status != "done" && st.Status != "error" || !strings.Contains(st.Datasource, "NoCloud") || !st.BootFinished {
+		t.Errorf("status = %+v (exit %d)", st, code)
+	}
+	for key, want := range map[string]string{
+		"v1.instance_id":           "waf-0001",
+		"instance_id":              "waf-0001",
+		"local_hostname":           "waf-01",
+		"v1.cloud_name":            "nocloud",
+		"ds.meta_data.instance-id": "waf-0001",
+	} {
+		code, out, stderr := run(t, "query", "--root", root, key)
+		if code != exitOK || strings.TrimSpace(out) != want {
+			t.Errorf("query %s = %q (exit %d, %s), want %q", key, out, code, stderr, want)
+		}
+	}
+	if code, _, stderr := run(t, "query", "--root", root, "v1.no_such_key"); code != exitError || !strings.Contains(stderr, "no_such_key") {
+		t.Errorf("query of a missing key: exit %d, %s", code, stderr)
+	}
+
+	os.MkdirAll(filepath.Join(root, "var/lib/cloud/seed/nocloud"), 0o755)
+	if code, _, stderr := run(t, "clean", "--root", root, "--logs"); code != exitOK {
+		t.Fatalf("clean: exit %d: %s", code, stderr)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "var/lib/cloud"))
+	if len(entries) != 1 || entries[0].Name() != "seed" {
+		t.Errorf("after clean /var/lib/cloud holds %v, want only seed/", entries)
+	}
+	if code, out, _ := run(t, "status", "--root", root); code != exitOK || !strings.Contains(out, "not run") {
+		t.Errorf("status after clean: %q", out)
+	}
+}
+
+func TestApplyBadInput(t *testing.T) {
+	root := newTargetRoot(t)
+	if code, _, stderr := run(t, "apply", "--root", root); code != exitError || !strings.Contains(stderr, "--seed") {
+		t.Errorf("missing --seed: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := run(t, "apply", "--root", root, "--seed", t.TempDir()); code != exitError || !strings.Contains(stderr, "meta-data") {
+		t.Errorf("seed without meta-data: exit %d, %s", code, stderr)
+	}
+	seedDir := t.TempDir()
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: bad-1\n"), 0o644)
+	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\nwrite_files:\n  - path: /etc/ok\n    content: fine\n  - content: no path\nhostname: [\n"), 0o644)
+	code, _, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network")
+	if code != exitRecoverable || !strings.Contains(stderr, "line") {
+		t.Errorf("broken YAML: exit %d (want 2), stderr should name the line:\n%s", code, stderr)
+	}
+	if code, _, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "sideways"); code != exitError || !strings.Contains(stderr, "sideways") {
+		t.Errorf("bad stage: exit %d, %s", code, stderr)
+	}
+}
+
+func TestHelpAndUnknown(t *testing.T) {
+	if code, out, _ := run(t, "help"); code != exitOK || !strings.Contains(out, "apply") {
+		t.Errorf("help: %d %q", code, out)
+	}
+	if code, _, _ := run(t, "frobnicate"); code != exitError {
+		t.Errorf("unknown command exit %d", code)
+	}
+	if code, out, _ := run(t, "version"); code != exitOK || !strings.HasPrefix(out, "seedinit ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+}
