@@ -94,6 +94,9 @@ func (p *PID1) boot() {
 	p.Timeline = NewTimeline(p.Start, p.Log)
 	p.Reaper = NewReaper()
 	go p.Reaper.Run()
+	if os.Getpid() == 1 {
+		handleSignals(p.Log)
+	}
 	p.Log.Info("seedinit starting", "version", apply.Version, "pid", os.Getpid(), "initramfs", p.Initramfs)
 	for _, err := range optErrs {
 		p.Log.Warn("kernel command line", "error", err.Error())
@@ -114,6 +117,10 @@ func (p *PID1) boot() {
 	} else {
 		p.Timeline.Do("remount root read-write", p.remountRootRW)
 	}
+	p.Timeline.Do("random seed", func() error {
+		seedEntropyFromRoot(p.Log, p.targetDir())
+		return nil
+	})
 	p.Timeline.Do("provision", p.provision)
 }
 
@@ -244,10 +251,11 @@ func (p *PID1) handoff() {
 	if p.Timeline == nil {
 		p.Timeline = NewTimeline(p.Start, log)
 	}
+	if p.Initramfs && !isMountPoint(sysroot) {
+		p.rescue(errors.New("the root filesystem is not mounted"))
+	}
+	p.keepInTarget()
 	if p.Initramfs {
-		if !isMountPoint(sysroot) {
-			p.rescue(errors.New("the root filesystem is not mounted"))
-		}
 		if p.Opts.ReadOnly {
 			if err := unix.Mount("", sysroot, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 				log.Warn("remount root read-only", "error", err.Error())
@@ -282,11 +290,47 @@ func (p *PID1) handoff() {
 			continue
 		}
 		argv := append([]string{init}, p.Opts.InitArgs...)
-		log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond))
+		log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond), "peak_rss_kib", peakRSSKiB())
 		err := unix.Exec(init, argv, os.Environ())
 		log.Error("exec init", "init", init, "error", err.Error())
 	}
 	p.rescue(errors.New("no init could be executed"))
+}
+
+// keepInTarget saves what the next boot and `seedinit analyze` want from
+// this one into the root while it is still writable: a fresh random seed
+// and the timeline.
+func (p *PID1) keepInTarget() {
+	if p.Opts.Disable {
+		return
+	}
+	dir := p.targetDir()
+	if err := saveRandomSeed(dir); err != nil {
+		p.logger().Warn("save random seed", "error", err.Error())
+	}
+	data := filepath.Join(dir, "var/lib/cloud/data")
+	if _, err := os.Stat(data); err == nil {
+		tmp := filepath.Join(data, ".seedinit-timeline.json.tmp")
+		if os.WriteFile(tmp, p.Timeline.JSON(), 0o644) == nil {
+			os.Rename(tmp, filepath.Join(data, "seedinit-timeline.json"))
+		}
+	}
+}
+
+// peakRSSKiB is this process's peak resident memory (VmHWM), for the log.
+func peakRSSKiB() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var n int
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &n)
+			return n
+		}
+	}
+	return 0
 }
 
 // startFinalStage starts a child that outlives the exec of the real init

@@ -28,15 +28,18 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"apply":     {"apply a NoCloud seed directory to a target root", runApply},
-	"status":    {"show the state of the last run", runStatus},
-	"query":     {"print instance data (cloud-init's v1 keys)", runQuery},
-	"clean":     {"remove the state so the next run starts over", runClean},
-	"version":   {"print the version", runVersion},
-	"init":      {"run as PID 1 (what /init and /sbin/init do)", runInit},
-	"run":       {"run stages on this system, from an init system or after the handoff", runRun},
-	"analyze":   {"print the boot timeline: show or blame", runAnalyze},
-	"initramfs": {"build an initramfs with seedinit as /init: initramfs build ...", runInitramfs},
+	"apply":       {"apply a NoCloud seed directory to a target root", runApply},
+	"status":      {"show the state of the last run", runStatus},
+	"query":       {"print instance data (cloud-init's v1 keys)", runQuery},
+	"clean":       {"remove the state so the next run starts over", runClean},
+	"version":     {"print the version", runVersion},
+	"init":        {"run as PID 1 (what /init and /sbin/init do)", runInit},
+	"run":         {"run stages on this system, from an init system or after the handoff", runRun},
+	"analyze":     {"print the boot timeline: show or blame", runAnalyze},
+	"initramfs":   {"build an initramfs with seedinit as /init: initramfs build ...", runInitramfs},
+	"net-convert": {"convert network config like cloud-init devel net-convert", runNetConvert},
+	"growpart":    {"grow a partition to the end of its disk, like cloud-utils growpart", runGrowpart},
+	"resizefs":    {"grow a mounted filesystem to its device's size, online", runResizefs},
 }
 
 func main() {
@@ -76,7 +79,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'seedinit COMMAND -h' for a command's flags.")
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/seedinit/seedinit/apply/disk"
+	"github.com/seedinit/seedinit/netup"
+)
+
+// runNetConvert is `cloud-init devel net-convert` with the same flags, so it
+// drops in where people script that.
+func runNetConvert(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit net-convert", flag.ContinueOnError)
+	var input, kind, outKind, outDir, distro string
+	for _, n := range []string{"network-data", "p"} {
+		fs.StringVar(&input, n, "", "network config file to read")
+	}
+	for _, n := range []string{"kind", "k"} {
+		fs.StringVar(&kind, n, "", "input kind: eni, yaml or network_data.json")
+	}
+	for _, n := range []string{"output-kind", "O"} {
+		fs.StringVar(&outKind, n, "", "output kind: eni, netplan, networkd, sysconfig or json")
+	}
+	for _, n := range []string{"directory", "d"} {
+		fs.StringVar(&outDir, n, "", "directory to write the files under")
+	}
+	for _, n := range []string{"distro", "D"} {
+		fs.StringVar(&distro, n, "", "accepted for compatibility; the output kind decides the files")
+	}
+	var macs stringList
+	for _, n := range []string{"mac", "m"} {
+		fs.Var(&macs, n, "name,mac of a NIC (repeatable)")
+	}
+	fs.Bool("debug", false, "accepted for compatibility")
+	if _, code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if input == "" || kind == "" || outKind == "" || outDir == "" {
+		return fail(stderr, "net-convert: --network-data, --kind, --output-kind and --directory are required")
+	}
+	var pairs []netup.MAC
+	for _, m := range macs {
+		p, err := netup.ParseMAC(m)
+		if err != nil {
+			return fail(stderr, "net-convert: %v", err)
+		}
+		pairs = append(pairs, p)
+	}
+	data, err := os.ReadFile(input)
+	if err != nil {
+		return fail(stderr, "net-convert: %v", err)
+	}
+	files, convErr := netup.Convert(data, kind, outKind, pairs)
+	if errors.Is(convErr, netup.ErrDisabled) {
+		fmt.Fprintln(stderr, "seedinit: net-convert: network configuration is disabled; nothing written")
+		return exitOK
+	}
+	// A bad item still leaves files for the rest: write them, then report.
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(outDir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fail(stderr, "net-convert: %v", err)
+		}
+		if err := writeFileAtomic(p, files[n], 0o644); err != nil {
+			return fail(stderr, "net-convert: %v", err)
+		}
+	}
+	if convErr != nil {
+		fmt.Fprintf(stderr, "seedinit: net-convert: %s: %v\n", input, convErr)
+		if files == nil {
+			return exitError
+		}
+		return exitRecoverable
+	}
+	return exitOK
+}
+
+// runGrowpart behaves like cloud-utils' growpart: its output lines and its
+// exit codes (0 grown, 1 no change, 2 error), so scripts keep working.
+func runGrowpart(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit growpart", flag.ContinueOnError)
+	dry := fs.Bool("dry-run", false, "say what would change, change nothing")
+	fs.BoolVar(dry, "N", false, "same as --dry-run")
+	pos, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return disk.ExitError
+	}
+	_ = code
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, "usage: seedinit growpart [--dry-run] DISK PARTITION-NUMBER")
+		return disk.ExitError
+	}
+	n, err := strconv.Atoi(pos[1])
+	if err != nil || n < 1 {
+		fmt.Fprintf(stdout, "%s\n", disk.FailedLine(fmt.Errorf("partition number %q: want a number from 1", pos[1])))
+		return disk.ExitError
+	}
+	res, err := disk.GrowPart(pos[0], n, *dry)
+	if err != nil {
+		fmt.Fprintln(stdout, disk.FailedLine(err))
+		return disk.ExitError
+	}
+	fmt.Fprintln(stdout, res.String())
+	return res.ExitCode()
+}
+
+func runResizefs(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit resizefs", flag.ContinueOnError)
+	pos, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(stderr, "resizefs: usage: seedinit resizefs MOUNTPOINT")
+	}
+	res, err := disk.GrowFS(pos[0])
+	if err != nil {
+		return fail(stderr, "resizefs: %v", err)
+	}
+	fmt.Fprintln(stdout, res.String())
+	return exitOK
+}
