@@ -169,6 +169,12 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		mods, _, _ = apply.ModulesFor(res.Stage, apply.Config{})
 	}
 	for _, m := range mods {
+		if err := ctx.Err(); err != nil {
+			// The run is being stopped (SIGTERM, the boot's deadline): the
+			// rest stay unmarked and run next time.
+			res.Errors = append(res.Errors, fmt.Sprintf("stage %s stopped before %s: %v", res.Stage, m.Name, err))
+			return
+		}
 		mr := ModuleResult{Name: m.Name, Frequency: m.Frequency}
 		semName := "config_" + m.Name
 		if !st.NewInstance || m.Frequency == apply.PerOnce {
@@ -213,8 +219,9 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 			env.Log.Warn("sync", "error", err.Error())
 		}
 		// Like cloud-init, a module that ran (even if it failed) is not run
-		// again for the same instance; one that could not act is retried.
-		if mr.Status != StatusSkipped {
+		// again for the same instance; one that could not act, or was cut
+		// short because the run is stopping, is retried.
+		if mr.Status != StatusSkipped && ctx.Err() == nil {
 			if err := st.MarkRun(semName, m.Frequency); err != nil {
 				res.Errors = append(res.Errors, fmt.Sprintf("%s: record semaphore: %v", m.Name, err))
 			}
