@@ -69,3 +69,22 @@ func FuzzParseCmdline(f *testing.F) {
 		ParseOptions(c)
 	})
 }
+
+func TestParseKexec(t *testing.T) {
+	k, err := ParseKexec("kernel=/boot/vmlinuz;initrd=/boot/initrd.img;cmdline=console=ttyS0 root=/dev/vda1;x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := KexecSpec{Kernel: "/boot/vmlinuz", Initrd: "/boot/initrd.img", Cmdline: "console=ttyS0 root=/dev/vda1;x"}
+	if d := cmp.Diff(want, k); d != "" {
+		t.Errorf("spec (-want +got):\n%s", d)
+	}
+	for _, bad := range []string{"initrd=/x", "kernel=http://h/vmlinuz", "kernel=/k;colour=blue", "kernel"} {
+		if _, err := ParseKexec(bad); err == nil {
+			t.Errorf("ParseKexec(%q): want an error", bad)
+		}
+	}
+	if _, err := ParseKexec("kernel=https://h/vmlinuz;sha256=ABCD"); err != nil {
+		t.Errorf("URL with sha256: %v", err)
+	}
+}

@@ -101,20 +101,19 @@ func (p *PID1) boot() {
 	for _, err := range optErrs {
 		p.Log.Warn("kernel command line", "error", err.Error())
 	}
-	if opts.Disable {
-		p.Log.Info("seedinit.disable: handing off at once")
-		if p.Initramfs {
-			p.Timeline.Do("mount root", p.mountRoot)
-		}
-		return
-	}
+	// The root's disk may need a module even when nothing is provisioned.
 	p.Timeline.Do("kernel modules", p.loadModules)
 	if p.Initramfs {
 		if err := p.Timeline.Do("mount root", p.mountRoot); err != nil {
 			p.rescue(err)
 			return
 		}
-	} else {
+	}
+	if opts.Disable {
+		p.Log.Info("seedinit.disable: handing off without provisioning")
+		return
+	}
+	if !p.Initramfs {
 		p.Timeline.Do("remount root read-write", p.remountRootRW)
 	}
 	p.Timeline.Do("random seed", func() error {
@@ -122,6 +121,16 @@ func (p *PID1) boot() {
 		return nil
 	})
 	p.Timeline.Do("provision", p.provision)
+	if p.Opts.Kexec != "" {
+		p.Timeline.Do("kexec", func() error {
+			k, err := ParseKexec(p.Opts.Kexec)
+			if err != nil {
+				return err
+			}
+			p.keepInTarget()
+			return Kexec(p.targetDir(), k) // returns only on failure
+		})
+	}
 }
 
 func (p *PID1) targetDir() string {
