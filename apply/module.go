@@ -153,6 +153,9 @@ func Registered() []string {
 // stage by stage. A stage runs the registered modules in this order; names
 // not implemented yet are listed so the order stays right as they land.
 var moduleOrder = map[Stage][]string{
+	// The local stage writes the network configuration for the OS before
+	// its network comes up, as cloud-init's init-local does.
+	StageLocal: {"network"},
 	StageNetwork: {
 		"consume_data", "seed_random", "bootcmd", "write_files", "growpart", "resizefs",
 		"disk_setup", "mounts", "set_hostname", "update_hostname",

@@ -6,6 +6,7 @@ import (
 	_ "github.com/seedinit/seedinit/apply/disk"
 	_ "github.com/seedinit/seedinit/apply/files"
 	_ "github.com/seedinit/seedinit/apply/hostname"
+	_ "github.com/seedinit/seedinit/apply/network"
 	_ "github.com/seedinit/seedinit/apply/scripts"
 	_ "github.com/seedinit/seedinit/apply/ssh"
 	_ "github.com/seedinit/seedinit/apply/users"

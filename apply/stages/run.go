@@ -139,7 +139,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		res := StageResult{Stage: stage, Start: opts.Now()}
 		status.start(stage, res.Start)
 		writeStatus(opts.Root, status, opts.Log)
-		if prep == nil && stage != apply.StageLocal {
+		if prep == nil {
 			prep = Prepare(ctx, opts, st)
 			res.Errors = append(res.Errors, prep.Errors...)
 			res.Warnings = append(res.Warnings, prep.Warnings...)

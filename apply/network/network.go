@@ -1,0 +1,300 @@
+// Package network is the module that renders the instance's network
+// configuration into the target root in the local stage, for the OS's own
+// network stack to bring up, as cloud-init's Init.apply_network_config
+// does: it picks the configuration (system config, then the datasource's,
+// then a DHCP fallback on the first NIC), honours
+// "network: {config: disabled}", picks a renderer by what the target
+// has, and writes the files.
+package network
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/netup"
+	"github.com/seedinit/seedinit/netup/link"
+	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/netup/parse"
+	"github.com/seedinit/seedinit/netup/render"
+	"github.com/seedinit/seedinit/seed/yaml11"
+)
+
+// ModuleName is the name the stages runner lists in the local stage.
+const ModuleName = "network"
+
+func init() {
+	apply.Register(apply.Module{
+		Name:      ModuleName,
+		Frequency: apply.PerInstance,
+		Keys:      []string{"network"},
+		Run:       run,
+	})
+}
+
+// Renderer names, as cloud-init's system_info.network.renderers spells
+// them.
+const (
+	RendererENI       = "eni"
+	RendererSysconfig = "sysconfig"
+	RendererNetplan   = "netplan"
+	RendererNetworkd  = "networkd"
+)
+
+// defaultRenderers is cloud-init 22.4's priority order.
+var defaultRenderers = []string{RendererENI, RendererSysconfig, RendererNetplan, RendererNetworkd}
+
+// sysClassNet is where the fallback looks for NICs; tests point it at a
+// fake tree.
+var sysClassNet = link.SysClassNet
+
+func run(ctx context.Context, env *apply.Env) error {
+	system, sysErr := readSystemNetwork(env.Root)
+	if sysErr != nil {
+		env.Warn("read system network config: %v", sysErr)
+	}
+	if disabled(system) || disabled(env.Config["network"]) {
+		return apply.Skip("network configuration is disabled (network: {config: disabled})")
+	}
+
+	var macs []netup.MAC
+	var nics []link.NIC
+	if env.Sys != nil && env.Sys.Live() {
+		var err error
+		nics, err = link.Discover(sysClassNet)
+		if err != nil {
+			env.Warn("discover network devices: %v", err)
+		}
+		for _, nic := range nics {
+			if nic.MAC != "" {
+				macs = append(macs, netup.MAC{Name: nic.Name, Address: nic.MAC})
+			}
+		}
+	}
+
+	var n *model.Network
+	var parseErr error
+	var source string
+	if m, ok := system.(map[string]any); ok && m["version"] != nil {
+		// cloud-init's order for most datasources: a network config in
+		// the system config (cloud.cfg, cloud.cfg.d) wins over the
+		// datasource's.
+		source = "system config"
+		opts := parse.Options{MACs: map[string]string{}}
+		for _, m := range macs {
+			opts.MACs[strings.ToLower(m.Address)] = m.Name
+		}
+		n, parseErr = parse.Config(m, opts)
+	} else {
+		raw, kind := datasourceConfig(env)
+		source = "datasource"
+		if raw == nil {
+			raw, kind, source = fallbackConfig(nics), netup.KindYAML, "fallback"
+			if raw == nil {
+				return apply.Skip("no network configuration in the system config or the datasource, and no NIC to fall back to DHCP on")
+			}
+		}
+		n, parseErr = netup.Parse(raw, kind, macs)
+	}
+	if errors.Is(parseErr, netup.ErrDisabled) {
+		return apply.Skip("network configuration is disabled by the %s", source)
+	}
+	if n == nil {
+		return fmt.Errorf("parse network config from the %s: %w", source, parseErr)
+	}
+
+	renderer, err := chooseRenderer(env)
+	if err != nil {
+		return errors.Join(parseErr, err)
+	}
+	files, renderErr := netup.Render(n, renderer)
+	if files == nil {
+		return errors.Join(parseErr, fmt.Errorf("render network config from the %s as %s: %w", source, renderer, renderErr))
+	}
+	if renderer != RendererSysconfig {
+		if resolv := resolvConf(env.Root, n); resolv != nil {
+			files[render.ResolvConfPath] = resolv
+		}
+	}
+	writeErr := writeFiles(env, files)
+	env.Log.Info("network config rendered", "source", source, "renderer", renderer, "files", len(files))
+	return errors.Join(parseErr, renderErr, writeErr)
+}
+
+// disabled reports a "network" value of {config: disabled}.
+func disabled(network any) bool {
+	m, ok := network.(map[string]any)
+	if !ok {
+		return false
+	}
+	c, _ := m["config"].(string)
+	return c == "disabled"
+}
+
+// datasourceConfig returns the seed's network config and its input kind.
+func datasourceConfig(env *apply.Env) (raw []byte, kind string) {
+	if env.Seed == nil || len(bytes.TrimSpace(env.Seed.NetworkConfig)) == 0 {
+		return nil, ""
+	}
+	raw = env.Seed.NetworkConfig
+	switch strings.ToLower(env.Seed.NetworkFormat) {
+	case "eni":
+		kind = netup.KindENI
+	case "network_data.json", "network_data", "openstack":
+		kind = netup.KindNetworkDataJSON
+	case "v1", "v2", "yaml", "":
+		kind = netup.KindYAML
+		if looksLikeNetworkData(raw) {
+			kind = netup.KindNetworkDataJSON
+		}
+	default:
+		kind = netup.KindYAML
+	}
+	return raw, kind
+}
+
+// looksLikeNetworkData tells OpenStack's network_data.json (links and
+// networks at the top, no version) from a cloud-init config in JSON.
+func looksLikeNetworkData(raw []byte) bool {
+	v, err := yaml11.Load(raw)
+	if err != nil {
+		return false
+	}
+	m, ok := v.(map[string]any)
+	if !ok || m["version"] != nil || m["network"] != nil {
+		return false
+	}
+	_, links := m["links"]
+	_, networks := m["networks"]
+	return links || networks
+}
+
+// fallbackConfig is cloud-init's generate_fallback_config: DHCPv4 on one
+// NIC matched by MAC, eth0 first if there is one, else the first by name
+// with a carrier, else the first by name.
+func fallbackConfig(nics []link.NIC) []byte {
+	var candidates []link.NIC
+	for _, nic := range nics {
+		if nic.MAC == "" || nic.Bond || nic.Bridge || nic.VLAN || nic.Type != 1 {
+			continue
+		}
+		candidates = append(candidates, nic)
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if (a.Name == "eth0") != (b.Name == "eth0") {
+			return a.Name == "eth0"
+		}
+		if a.Carrier != b.Carrier {
+			return a.Carrier
+		}
+		return a.Name < b.Name
+	})
+	nic := candidates[0]
+	return fmt.Appendf(nil, "network:\n  version: 2\n  ethernets:\n    %s:\n      dhcp4: true\n      match:\n        macaddress: '%s'\n      set-name: %s\n", nic.Name, nic.MAC, nic.Name)
+}
+
+// chooseRenderer takes system_info.network.renderers (or cloud-init's
+// default order) and returns the first whose files the target has.
+func chooseRenderer(env *apply.Env) (string, error) {
+	order := defaultRenderers
+	if info, ok, _ := env.Config.Map("system_info"); ok {
+		if nw, ok, _ := info.Map("network"); ok {
+			if list, ok, err := nw.StringList("renderers", false); err != nil {
+				env.Warn("read system_info.network.renderers: %v", err)
+			} else if ok {
+				order = list
+			}
+		}
+	}
+	var unknown []string
+	for _, name := range order {
+		switch name {
+		case RendererENI:
+			if env.Root.Exists("/etc/network/interfaces") || env.Root.Exists("/etc/network/interfaces.d") {
+				return netup.OutputENI, nil
+			}
+		case RendererSysconfig:
+			if env.Root.Exists("/etc/sysconfig/network-scripts") {
+				return netup.OutputSysconfig, nil
+			}
+		case RendererNetplan:
+			if env.Root.Exists("/etc/netplan") || env.Root.Exists("/usr/sbin/netplan") {
+				return netup.OutputNetplan, nil
+			}
+		case RendererNetworkd:
+			if env.Root.Exists("/etc/systemd/network") {
+				return netup.OutputNetworkd, nil
+			}
+		default:
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		env.Warn("network renderers seedinit does not have: %s", strings.Join(unknown, ", "))
+	}
+	return "", fmt.Errorf("choose network renderer: the target has none of %s (no /etc/network/interfaces, /etc/sysconfig/network-scripts, /etc/netplan or /etc/systemd/network)", strings.Join(order, ", "))
+}
+
+// resolvConf returns /etc/resolv.conf contents from the global DNS
+// settings, only for a target whose resolv.conf nothing else manages: not
+// a symlink (systemd-resolved, resolvconf), and no resolvconf tool that
+// ENI's dns-nameservers lines would feed.
+func resolvConf(root *target.Root, n *model.Network) []byte {
+	dns := n.DNS
+	if len(dns.Nameservers) == 0 {
+		return nil
+	}
+	if fi, err := root.Lstat("/etc/resolv.conf"); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	for _, tool := range []string{"/sbin/resolvconf", "/usr/sbin/resolvconf", "/lib/systemd/systemd-resolved", "/usr/lib/systemd/systemd-resolved"} {
+		if root.Exists(tool) {
+			return nil
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# Generated by seedinit from the instance's network configuration\n")
+	for _, ns := range dns.Nameservers {
+		b.WriteString("nameserver " + ns + "\n")
+	}
+	if len(dns.Search) > 0 {
+		b.WriteString("search " + strings.Join(dns.Search, " ") + "\n")
+	}
+	return []byte(b.String())
+}
+
+func writeFiles(env *apply.Env, files render.Files) error {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		p := "/" + strings.TrimPrefix(path.Clean("/"+name), "/")
+		if err := env.Root.MkdirAll(path.Dir(p), 0o755, target.Owner{}); err != nil {
+			errs = append(errs, fmt.Errorf("write network config %s: %w", p, err))
+			continue
+		}
+		changed, err := env.Root.WriteFileIfChanged(p, files[name], 0o644, target.Owner{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("write network config %s: %w", p, err))
+			continue
+		}
+		if changed {
+			env.Log.Info("wrote network config", "path", p)
+		}
+	}
+	return errors.Join(errs...)
+}

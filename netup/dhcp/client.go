@@ -1,0 +1,173 @@
+package dhcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"sync"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
+	"github.com/vishvananda/netlink"
+)
+
+// Options bound a DHCP exchange.
+type Options struct {
+	// Timeout is how long to wait for each answer; 3s when zero.
+	Timeout time.Duration
+	// Retries is how many times each message is sent; 3 when zero.
+	Retries int
+	// Hostname, when set, is sent as option 12.
+	Hostname string
+	Log      *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 3 * time.Second
+	}
+	if o.Retries <= 0 {
+		o.Retries = 3
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// requested are the options seedinit asks for, beyond nclient4's
+// defaults (subnet mask, router, DNS, domain name): those that carry the
+// metadata route, the MTU and the search list.
+var requested = []dhcpv4.OptionCode{
+	dhcpv4.OptionSubnetMask,
+	dhcpv4.OptionRouter,
+	dhcpv4.OptionDomainNameServer,
+	dhcpv4.OptionDomainName,
+	dhcpv4.OptionHostName,
+	dhcpv4.OptionBroadcastAddress,
+	dhcpv4.OptionInterfaceMTU,
+	dhcpv4.OptionDNSDomainSearchList,
+	dhcpv4.OptionClasslessStaticRoute,
+}
+
+// Acquire brings iface up and runs a DHCPv4 exchange on it, within ctx
+// and the bounds in opts. It does not apply the lease.
+func Acquire(ctx context.Context, iface string, opts Options) (*Lease, error) {
+	opts = opts.withDefaults()
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("dhcp on %s: find link: %w", iface, err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return nil, fmt.Errorf("dhcp on %s: set link up: %w", iface, err)
+	}
+	client, err := nclient4.New(iface, nclient4.WithTimeout(opts.Timeout), nclient4.WithRetry(opts.Retries))
+	if err != nil {
+		return nil, fmt.Errorf("dhcp on %s: open client: %w", iface, err)
+	}
+	defer client.Close()
+	mods := []dhcpv4.Modifier{dhcpv4.WithRequestedOptions(requested...)}
+	if opts.Hostname != "" {
+		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptHostName(opts.Hostname)))
+	}
+	start := time.Now()
+	raw, err := client.Request(ctx, mods...)
+	if err != nil {
+		return nil, fmt.Errorf("dhcp on %s: %w", iface, err)
+	}
+	lease, err := FromACK(iface, raw.ACK)
+	if lease == nil {
+		return nil, err
+	}
+	lease.raw = raw
+	opts.Log.Info("dhcp lease", "interface", iface, "address", lease.Address, "server", lease.ServerID, "duration", time.Since(start))
+	return lease, err
+}
+
+// AcquireAny runs Acquire on every interface at once and returns the
+// first lease; the other exchanges are stopped. The error joins every
+// interface's failure when none got a lease.
+func AcquireAny(ctx context.Context, ifaces []string, opts Options) (*Lease, error) {
+	if len(ifaces) == 0 {
+		return nil, errors.New("dhcp: no candidate interfaces")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		lease *Lease
+		err   error
+	}
+	results := make(chan result, len(ifaces))
+	var wg sync.WaitGroup
+	for _, name := range ifaces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := Acquire(ctx, name, opts)
+			results <- result{l, err}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	var errs []error
+	var first *Lease
+	for r := range results {
+		if r.lease != nil && first == nil {
+			first = r.lease
+			if r.err != nil {
+				opts.withDefaults().Log.Warn("dhcp lease has bad options", "interface", r.lease.Interface, "error", r.err)
+			}
+			cancel()
+			continue
+		}
+		if r.err != nil && first == nil {
+			errs = append(errs, r.err)
+		}
+	}
+	if first == nil {
+		return nil, errors.Join(errs...)
+	}
+	return first, nil
+}
+
+// Release tells the server the lease is no longer wanted, for an
+// ephemeral lease taken only to reach a metadata service.
+func (l *Lease) Release() error {
+	if l.raw == nil {
+		return nil
+	}
+	client, err := nclient4.New(l.Interface)
+	if err != nil {
+		return fmt.Errorf("release dhcp lease on %s: %w", l.Interface, err)
+	}
+	defer client.Close()
+	if err := client.Release(l.raw); err != nil {
+		return fmt.Errorf("release dhcp lease on %s: %w", l.Interface, err)
+	}
+	return nil
+}
+
+// Renew renews the lease with its server, for an appliance without a DHCP
+// client of its own; the caller applies the returned lease again.
+func (l *Lease) Renew(ctx context.Context, opts Options) (*Lease, error) {
+	if l.raw == nil {
+		return nil, fmt.Errorf("renew dhcp lease on %s: lease was not acquired here", l.Interface)
+	}
+	opts = opts.withDefaults()
+	client, err := nclient4.New(l.Interface, nclient4.WithTimeout(opts.Timeout), nclient4.WithRetry(opts.Retries))
+	if err != nil {
+		return nil, fmt.Errorf("renew dhcp lease on %s: %w", l.Interface, err)
+	}
+	defer client.Close()
+	raw, err := client.Renew(ctx, l.raw, dhcpv4.WithRequestedOptions(requested...))
+	if err != nil {
+		return nil, fmt.Errorf("renew dhcp lease on %s: %w", l.Interface, err)
+	}
+	lease, err := FromACK(l.Interface, raw.ACK)
+	if lease != nil {
+		lease.raw = raw
+	}
+	return lease, err
+}

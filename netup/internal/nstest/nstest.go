@@ -1,0 +1,89 @@
+// Package nstest runs a test inside a fresh network namespace (with its
+// own mount namespace and /sys, so /sys/class/net shows that namespace's
+// links), so tests can create, rename and address links without ever
+// touching the machine's own network.
+package nstest
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+const childEnv = "SEEDINIT_NSTEST"
+
+// Enter runs the calling top-level test again, in a child test binary that
+// lives in new network and mount namespaces, and returns false in the
+// parent (which reports the child's result); it returns true in the child,
+// where the test body goes on with loopback up and /sys remounted. The
+// test is skipped when not root or when namespaces are unavailable.
+func Enter(t *testing.T) bool {
+	t.Helper()
+	if strings.Contains(t.Name(), "/") {
+		t.Fatalf("nstest.Enter must be called from a top-level test, not %s", t.Name())
+	}
+	if os.Getenv(childEnv) == t.Name() {
+		if err := setupChild(); err != nil {
+			t.Fatalf("set up the test namespace: %v", err)
+		}
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(err.Error(), "operation not permitted") || strings.Contains(err.Error(), "invalid argument") {
+			t.Skipf("network namespaces are unavailable here: %v", err)
+		}
+		t.Fatalf("test in a network namespace failed: %v\n%s", err, out)
+	}
+	t.Logf("ran in a fresh network namespace:\n%s", out)
+	if strings.Contains(string(out), "--- SKIP: "+t.Name()) {
+		t.Skip("skipped inside the namespace (see log)")
+	}
+	return false
+}
+
+func setupChild() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return err
+	}
+	if err := unix.Mount("sysfs", "/sys", "sysfs", 0, ""); err != nil {
+		return err
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	return netlink.LinkSetUp(lo)
+}
+
+// Veth creates a veth pair, name with the given MAC and its peer with a
+// kernel-chosen one (dummy links need a module this kernel may not have).
+func Veth(t *testing.T, name, peer, mac string) netlink.Link {
+	t.Helper()
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw}, PeerName: peer}
+	if err := netlink.LinkAdd(l); err != nil {
+		t.Fatalf("add veth %s/%s: %v", name, peer, err)
+	}
+	got, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
