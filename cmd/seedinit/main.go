@@ -40,6 +40,8 @@ var commands = map[string]command{
 	"net-convert": {"convert network config like cloud-init devel net-convert", runNetConvert},
 	"growpart":    {"grow a partition to the end of its disk, like cloud-utils growpart", runGrowpart},
 	"resizefs":    {"grow a mounted filesystem to its device's size, online", runResizefs},
+	"schema":      {"validate cloud-config like cloud-init schema", runSchema},
+	"make-mime":   {"combine files into MIME multipart user-data like cloud-init devel make-mime", runMakeMIME},
 }
 
 func main() {

@@ -86,13 +86,16 @@ func TestApplyExampleSeedThenStatusQueryClean(t *testing.T) {
 		t.Errorf("second apply should report already-ran modules:\n%s", out)
 	}
 
-	code, out, _ = run(t, "status", "--root", root, "--json")
-	var st statusSummary
+	code, out, _ = run(t, "status", "--root", root, "--format", "json")
+	var st struct{ Status, Datasource, Detail string }
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
+		t.Fatalf("status --format json: %v\n%s", err, out)
 	}
-	if st.Status != "done" && st.Status != "error" || !strings.Contains(st.Datasource, "NoCloud") || !st.BootFinished {
+	if st.Status != "done" || st.Datasource != "nocloud" || !strings.Contains(st.Detail, "NoCloud") || code == exitError {
 		t.Errorf("status = %+v (exit %d)", st, code)
+	}
+	if _, err := os.Stat(filepath.Join(root, "var/lib/cloud/instances/waf-0001/boot-finished")); err != nil {
+		t.Errorf("boot-finished: %v", err)
 	}
 	for key, want := range map[string]string{
 		"v1.instance_id":           "waf-0001",
@@ -140,6 +143,41 @@ func TestApplyBadInput(t *testing.T) {
 	}
 	if code, _, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "sideways"); code != exitError || !strings.Contains(stderr, "sideways") {
 		t.Errorf("bad stage: exit %d, %s", code, stderr)
+	}
+}
+
+func TestSchemaAndMakeMIME(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("#cloud-config\nruncmd: [ls]\n"), 0o644)
+	os.WriteFile(bad, []byte("#cloud-config\nruncmd: {a: 1}\n"), 0o644)
+	if code, out, _ := run(t, "schema", "-c", good); code != exitOK || !strings.Contains(out, "Valid") {
+		t.Errorf("schema of a valid file: exit %d, %q", code, out)
+	}
+	if code, _, stderr := run(t, "schema", "-c", bad); code != exitError || !strings.Contains(stderr, "runcmd") {
+		t.Errorf("schema of an invalid file: exit %d, stderr %q", code, stderr)
+	}
+	script := filepath.Join(dir, "s.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o755)
+	code, out, stderr := run(t, "make-mime", "-a", good+":cloud-config", "-a", script+":x-shellscript")
+	if code != exitOK || !strings.Contains(out, "Content-Type: multipart/mixed") || !strings.Contains(out, "text/x-shellscript") {
+		t.Errorf("make-mime: exit %d, %s\n%s", code, stderr, out)
+	}
+	if code, _, _ := run(t, "make-mime", "-a", script+":nonsense"); code != exitError {
+		t.Errorf("make-mime with an unknown type should fail without --force: exit %d", code)
+	}
+}
+
+func TestNetConvert(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := run(t, "net-convert", "-p", "../../netup/testdata/convert/v1-static4.yaml", "-k", "yaml", "-O", "eni", "-d", out)
+	if code != exitOK {
+		t.Fatalf("net-convert: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "etc/network/interfaces.d/50-cloud-init"))
+	if err != nil || !strings.Contains(string(b), "iface") {
+		t.Errorf("ENI output: %v\n%s", err, b)
 	}
 }
 

@@ -1,14 +1,17 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
@@ -16,7 +19,8 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 )
 
-// statusSummary is `seedinit status --json`.
+// statusSummary is what seedinit's own callers want from status.json
+// beyond cloud-init's output: the recoverable errors (warnings).
 type statusSummary struct {
 	Status            string              `json:"status"`
 	Datasource        string              `json:"datasource"`
@@ -30,42 +34,46 @@ type statusSummary struct {
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seedinit status", flag.ContinueOnError)
 	rootDir := fs.String("root", "/", "target root directory")
-	asJSON := fs.Bool("json", false, "print JSON")
-	long := fs.Bool("long", false, "also print the datasource and the errors")
+	format := fs.String("format", "tabular", "output format: tabular, json or yaml")
+	asJSON := fs.Bool("json", false, "same as --format json")
+	long := fs.Bool("long", false, "also print the boot status code, the last update and the detail")
+	wait := fs.Bool("wait", false, "wait until the stages have finished")
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if *asJSON {
+		*format = "json"
 	}
 	root, err := target.Open(*rootDir)
 	if err != nil {
 		return fail(stderr, "status: %v", err)
 	}
 	defer root.Close()
-	sum, err := summarize(root)
-	if err != nil {
-		return fail(stderr, "status: %v", err)
-	}
-	if *asJSON {
-		b, _ := json.MarshalIndent(sum, "", "  ")
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		fmt.Fprintf(stdout, "status: %s\n", sum.Status)
-		if *long {
-			if sum.LastUpdate != "" {
-				fmt.Fprintf(stdout, "time: %s\n", sum.LastUpdate)
-			}
-			fmt.Fprintf(stdout, "detail:\n%s\n", sum.Datasource)
-			for _, e := range sum.Errors {
-				fmt.Fprintf(stdout, "error: %s\n", e)
-			}
-			for _, w := range sum.RecoverableErrors["WARNING"] {
-				fmt.Fprintf(stdout, "warning: %s\n", w)
-			}
+	if *wait {
+		var tick func()
+		if *format == "tabular" {
+			tick = func() { fmt.Fprint(stdout, ".") }
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		_, err := stages.WaitStatus(ctx, root, tick)
+		stop()
+		if err != nil {
+			return fail(stderr, "status: %v", err)
+		}
+		if *format == "tabular" {
+			fmt.Fprintln(stdout)
 		}
 	}
-	switch {
-	case sum.Status == "error":
+	text, code := stages.FormatStatus(root, *long, *format)
+	if code == 2 {
+		return fail(stderr, "status: %s", strings.TrimSpace(text))
+	}
+	fmt.Fprint(stdout, text)
+	if code != 0 {
 		return exitError
-	case len(sum.RecoverableErrors) > 0 && sum.Status == "done":
+	}
+	// Like newer cloud-init: done, but with warnings, is "recoverable".
+	if sum, err := summarize(root); err == nil && len(sum.RecoverableErrors) > 0 && sum.Status == "done" {
 		return exitRecoverable
 	}
 	return exitOK
