@@ -19,7 +19,6 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
-	"github.com/seedinit/seedinit/seed"
 )
 
 // Where PID 1 keeps its things; /run moves into the real root at the
@@ -50,6 +49,7 @@ type PID1 struct {
 	Console   io.Writer
 
 	remountedRW bool
+	seedSaved   bool // the final stage has a seed to run from
 }
 
 // Main is PID 1: it never returns. Whatever fails, it ends in exec of the
@@ -220,16 +220,17 @@ func (p *PID1) provision() error {
 		return err
 	}
 	defer root.Close()
-	var sd *seed.Seed
-	err = p.Timeline.Do("find seed", func() error {
-		sd, err = FindSeed(p.Log, root, p.Opts)
-		return err
-	})
-	if err != nil {
-		return nil // no seed: nothing to provision, hand off
+	sd, err := p.findSeed(root)
+	if sd == nil {
+		p.Log.Info("no datasource found: nothing to provision", "error", fmt.Sprint(err))
+		return nil
 	}
+	p.Log.Info("datasource", "name", sd.Datasource, "where", sd.Subplatform, "instance_id", sd.InstanceID)
+	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
 	if err := saveSeed(sd); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())
+	} else {
+		p.seedSaved = true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -238,7 +239,7 @@ func (p *PID1) provision() error {
 			Root:    root,
 			Seed:    sd,
 			Stages:  []apply.Stage{apply.StageLocal, apply.StageNetwork, apply.StageConfig},
-			Sys:     apply.HostSystem{Root: root, Booting: true},
+			Sys:     &apply.HostSystem{Root: root, Booting: true},
 			Log:     p.Log,
 			Console: p.Console,
 			Version: apply.Version,
@@ -284,7 +285,7 @@ func (p *PID1) handoff() {
 			p.rescue(err)
 		}
 	}
-	if !p.Opts.Disable {
+	if p.seedSaved {
 		p.startFinalStage()
 	}
 	if p.Reaper != nil {

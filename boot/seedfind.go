@@ -1,92 +1,114 @@
 package boot
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"time"
 
 	"github.com/seedinit/seedinit/apply/disk"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/netup"
+	"github.com/seedinit/seedinit/netup/dhcp"
+	"github.com/seedinit/seedinit/netup/link"
+	"github.com/seedinit/seedinit/netup/live"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds"
 )
 
-// seedDirs are NoCloud's seed directories inside the target.
-var seedDirs = []string{"/var/lib/cloud/seed/nocloud", "/var/lib/cloud/seed/nocloud-net"}
-
-// FindSeed finds the instance's seed from the local sources: a NoCloud seed
-// directory in the target, then a disk labelled cidata. (The datasource
-// search with network sources replaces this.)
-func FindSeed(log *slog.Logger, root *target.Root, opts Options) (*seed.Seed, error) {
-	for _, d := range seedDirs {
-		host, err := root.HostPath(d)
-		if err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(host, "meta-data")); err == nil {
-			s, err := seed.LoadNoCloudDir(host)
-			if err != nil {
-				log.Warn("seed directory unusable", "dir", d, "error", err.Error())
-				continue
+// findSeed runs the datasource search: the local sources first (seed
+// directories, cidata and config-2 disks, the command line); when none
+// answers and network sources are left, an ephemeral DHCP lease on the
+// NICs, then the network sources in parallel, all within the budget.
+func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
+	env, cfgErr := ds.HostEnv(root, p.Log)
+	if cfgErr != nil {
+		p.Log.Warn("datasource configuration", "error", cfgErr.Error())
+	}
+	ctx := context.Background()
+	var res *ds.Result
+	err := p.Timeline.Do("datasources: local", func() error {
+		var err error
+		res, err = ds.DetectStage(ctx, env, p.Opts.Budget, ds.StageLocal)
+		return err
+	})
+	if res != nil && res.Seed != nil {
+		return res.Seed, nil
+	}
+	if res == nil || !res.WantsNetwork {
+		return nil, err
+	}
+	haveNetwork := false
+	p.Timeline.Do("ephemeral network (DHCP)", func() error {
+		dctx, cancel := context.WithTimeout(ctx, dhcpBudget)
+		defer cancel()
+		up, err := live.BringUp(dctx, nil, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
+		if up != nil && len(up.Leases) > 0 {
+			l := up.Leases[0]
+			env.Interface, env.DHCPServer = l.Interface, l.ServerID
+			p.Log.Info("ephemeral network up", "interface", l.Interface, "address", l.Address.String(), "server", l.ServerID.String())
+			haveNetwork = true
+			if len(up.ResolvConf) > 0 {
+				// The initramfs's own resolver, for metadata URLs by name.
+				os.WriteFile("/etc/resolv.conf", up.ResolvConf, 0o644)
 			}
-			s.Subplatform = fmt.Sprintf("seed-dir (%s)", d)
-			return s, nil
+			return nil
 		}
+		if err == nil {
+			err = errors.New("no lease")
+		}
+		return err
+	})
+	if !haveNetwork {
+		return nil, errors.New("no network: the network datasources were not tried")
 	}
-	for _, dev := range blockDevices() {
-		typ, label, err := readDeviceLabel(dev)
-		if err != nil || !strings.EqualFold(label, "cidata") {
-			continue
-		}
-		s, err := loadSeedDisk(dev, typ)
-		if err != nil {
-			log.Warn("cidata disk unusable", "device", dev, "error", err.Error())
-			continue
-		}
-		return s, nil
+	err = p.Timeline.Do("datasources: network", func() error {
+		var err error
+		res, err = ds.DetectStage(ctx, env, p.Opts.Budget, ds.StageNetwork)
+		return err
+	})
+	if res != nil && res.Seed != nil {
+		return res.Seed, nil
 	}
-	log.Info("no seed found: nothing to provision")
-	return nil, errors.New("no seed found")
+	return nil, err
 }
 
-func blockDevices() []string {
-	entries, _ := os.ReadDir("/sys/class/block")
-	var out []string
-	for _, e := range entries {
-		out = append(out, "/dev/"+e.Name())
-	}
-	return out
-}
+// dhcpBudget bounds the ephemeral DHCP: a machine without a DHCP server
+// must still boot quickly.
+const dhcpBudget = 10 * time.Second
 
-func readDeviceLabel(dev string) (string, string, error) {
-	f, err := os.Open(dev)
-	if err != nil {
-		return "", "", err
+// applyNetworkLive brings the instance's network config up with netlink,
+// for images that have no network service of their own to read the files
+// the network module renders. Failures are logged; the boot goes on.
+func (p *PID1) applyNetworkLive(s *seed.Seed) error {
+	kind := map[string]string{"v1": "yaml", "v2": "yaml", "network_data.json": "network_data.json", "eni": "eni"}[s.NetworkFormat]
+	if kind == "" || len(s.NetworkConfig) == 0 {
+		return nil
 	}
-	defer f.Close()
-	return seed.ReadLabel(f)
-}
-
-func loadSeedDisk(dev, fsType string) (*seed.Seed, error) {
-	mnt := filepath.Join(RunDir, "seed-mnt")
-	if err := os.MkdirAll(mnt, 0o700); err != nil {
-		return nil, err
+	var macs []netup.MAC
+	if nics, err := link.Discover(link.SysClassNet); err == nil {
+		for _, n := range nics {
+			if n.MAC != "" {
+				macs = append(macs, netup.MAC{Name: n.Name, Address: n.MAC})
+			}
+		}
 	}
-	if err := unix.Mount(dev, mnt, fsType, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mount %s (%s): %w", dev, fsType, err)
+	n, perr := netup.Parse(s.NetworkConfig, kind, macs)
+	if n == nil {
+		return perr
 	}
-	defer unix.Unmount(mnt, 0)
-	s, err := seed.LoadNoCloudDir(mnt)
-	if err != nil {
-		return nil, err
+	ctx, cancel := context.WithTimeout(context.Background(), dhcpBudget)
+	defer cancel()
+	res, err := live.Apply(ctx, n, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
+	if res != nil {
+		for _, r := range res.Renamed {
+			p.Log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
+		}
 	}
-	s.Subplatform = fmt.Sprintf("config-disk (%s)", dev)
-	return s, nil
+	return errors.Join(perr, err)
 }
 
 // saveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for

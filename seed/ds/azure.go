@@ -1,0 +1,116 @@
+package ds
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/seedinit/seedinit/seed"
+)
+
+// AzureIMDSURL is Azure's instance metadata endpoint.
+const AzureIMDSURL = "http://169.254.169.254/metadata/instance"
+
+// cloud-init 22.4's IMDS API versions: the one it wants, and the one it
+// falls back to when IMDS answers 400 (unknown version).
+const (
+	azureIMDSVersion    = "2021-08-01"
+	azureIMDSMinVersion = "2019-06-01"
+	// azureChassisAssetTag marks a VM on Azure in DMI.
+	azureChassisAssetTag = "7783-7084-3265-9085-8269-3286-77"
+)
+
+func init() { Register(azureDatasource{}) }
+
+// azureDatasource reads Azure's IMDS (Metadata: true). It does not read
+// the provisioning ISO's ovf-env.xml (cloud-init's first source) nor talk
+// to the wireserver: reporting ready, without which Azure fails the
+// provisioning after a while, is a separate step that is not done here.
+//
+// Settings (datasource: {Azure: {...}}): metadata_url (seedinit's),
+// timeout, retries.
+type azureDatasource struct{}
+
+func (azureDatasource) Name() string       { return "Azure" }
+func (azureDatasource) NeedsNetwork() bool { return true }
+
+func (azureDatasource) Probe(ctx context.Context, env *Env) (Evidence, error) {
+	if tag := env.DMIField("chassis_asset_tag"); tag == azureChassisAssetTag {
+		return Evidence{Verdict: Found, Reason: fmt.Sprintf("DMI chassis_asset_tag %q", tag)}, nil
+	}
+	return Evidence{Verdict: NotFound, Reason: "DMI chassis_asset_tag is not Azure's"}, nil
+}
+
+func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
+	base := baseURLs(env, env.Settings(d.Name()), "metadata_url", AzureIMDSURL)[0]
+	if env.Endpoint != "" {
+		base = strings.TrimRight(endpointPath(env, "/metadata/instance", "metadata/instance"), "/")
+	}
+	client := newMetadataClient(env, d.Name())
+	client.header.Set("Metadata", "true")
+	url := base + "?api-version=" + azureIMDSVersion + "&extended=true"
+	md, err := client.getJSONObject(ctx, url, nil)
+	if isStatus(err, http.StatusBadRequest) {
+		url = base + "?api-version=" + azureIMDSMinVersion
+		md, err = client.getJSONObject(ctx, url, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetch Azure IMDS: %w", err)
+	}
+	s, err := azureSeed(md, env.DMIField("product_uuid"))
+	if err != nil {
+		return nil, fmt.Errorf("read Azure IMDS from %s: %w", Redact(url), err)
+	}
+	s.Subplatform = fmt.Sprintf("imds (%s)", Redact(base))
+	return s, nil
+}
+
+// azureSeed maps IMDS's document. The instance-id is the SMBIOS system
+// UUID in lower case, as cloud-init has it (vmId when DMI is unreadable).
+func azureSeed(md map[string]any, systemUUID string) (*seed.Seed, error) {
+	compute, _ := md["compute"].(map[string]any)
+	s := &seed.Seed{
+		Datasource: "Azure", Platform: "azure", CloudName: "azure",
+		Metadata:      map[string]any{"imds": md},
+		InstanceID:    strings.ToLower(systemUUID),
+		LocalHostname: stringAt(compute, "osProfile", "computerName"),
+		Region:        stringAt(compute, "location"),
+		// cloud-init reports the fault domain as the zone.
+		AvailabilityZone: stringAt(compute, "platformFaultDomain"),
+	}
+	if s.InstanceID == "" {
+		s.InstanceID = stringAt(compute, "vmId")
+	}
+	if s.InstanceID == "" {
+		return nil, fmt.Errorf("no system UUID in DMI and no compute.vmId")
+	}
+	s.Metadata["instance-id"] = s.InstanceID
+	if keys, ok := compute["publicKeys"].([]any); ok {
+		for i, k := range keys {
+			entry, ok := k.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("compute.publicKeys item %d is a %T, want an object", i, k)
+			}
+			if data := stringAt(entry, "keyData"); data != "" {
+				s.PublicKeys = append(s.PublicKeys, data)
+			}
+		}
+	}
+	if ud := stringAt(compute, "userData"); ud != "" {
+		decoded, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(ud), ""))
+		if err != nil {
+			return nil, fmt.Errorf("decode base64 compute.userData: %w", err)
+		}
+		s.UserData = decoded
+	}
+	if network, ok := md["network"]; ok && network != nil {
+		raw, err := rawNetwork(network)
+		if err != nil {
+			return nil, err
+		}
+		s.NetworkConfig, s.NetworkFormat = raw, "azure-imds"
+	}
+	return s, nil
+}

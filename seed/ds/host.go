@@ -1,0 +1,231 @@
+package ds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed"
+)
+
+// SysDMI reads SMBIOS fields from sysfs.
+type SysDMI struct {
+	// Dir is /sys/class/dmi/id unless set.
+	Dir string
+}
+
+// Field reads one field; unreadable fields (product_serial needs root)
+// are "".
+func (d SysDMI) Field(name string) string {
+	dir := d.Dir
+	if dir == "" {
+		dir = "/sys/class/dmi/id"
+	}
+	if strings.ContainsAny(name, "/\x00") {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil || len(b) > 4096 {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// SysDevices finds block devices from sysfs and reads their labels from
+// the device nodes, the way blkid would but only for ISO9660 and FAT.
+type SysDevices struct {
+	// SysBlock is /sys/class/block and Dev is /dev unless set.
+	SysBlock string
+	Dev      string
+
+	once sync.Once
+	list []BlockDevice
+	err  error
+}
+
+// List reads every device's label once and remembers the answer.
+func (d *SysDevices) List(ctx context.Context) ([]BlockDevice, error) {
+	d.once.Do(func() { d.list, d.err = d.scan(ctx) })
+	return d.list, d.err
+}
+
+func (d *SysDevices) scan(ctx context.Context) ([]BlockDevice, error) {
+	sysBlock, dev := d.SysBlock, d.Dev
+	if sysBlock == "" {
+		sysBlock = "/sys/class/block"
+	}
+	if dev == "" {
+		dev = "/dev"
+	}
+	entries, err := os.ReadDir(sysBlock)
+	if err != nil {
+		return nil, fmt.Errorf("list block devices in %s: %w", sysBlock, err)
+	}
+	var out []BlockDevice
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		name := e.Name()
+		// Floppy drives stall for seconds on an empty drive, and
+		// ds-identify leaves them out too.
+		if strings.HasPrefix(name, "fd") || strings.HasPrefix(name, "ram") {
+			continue
+		}
+		bd, ok := probeLabel(filepath.Join(dev, name))
+		if ok {
+			out = append(out, bd)
+		}
+	}
+	return out, nil
+}
+
+func probeLabel(p string) (BlockDevice, bool) {
+	f, err := os.Open(p)
+	if err != nil {
+		return BlockDevice{}, false
+	}
+	defer f.Close()
+	typ, label, err := seed.ReadLabel(f)
+	if err != nil || typ == "" {
+		return BlockDevice{}, false
+	}
+	return BlockDevice{Path: p, FSType: typ, Label: label}, true
+}
+
+// Open opens a device node read-only.
+func (d *SysDevices) Open(p string) (io.ReaderAt, int64, io.Closer, error) {
+	return openFile(p)
+}
+
+// FileDevices are image files standing in for devices: tests, and
+// `seedinit fetch` on a disk image. The key is the device path to report,
+// the value the image file.
+type FileDevices map[string]string
+
+// List reads each image's label.
+func (d FileDevices) List(ctx context.Context) ([]BlockDevice, error) {
+	names := make([]string, 0, len(d))
+	for n := range d {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []BlockDevice
+	for _, n := range names {
+		bd, ok := probeLabel(d[n])
+		if ok {
+			bd.Path = n
+			out = append(out, bd)
+		}
+	}
+	return out, nil
+}
+
+// Open opens the image behind a device path.
+func (d FileDevices) Open(p string) (io.ReaderAt, int64, io.Closer, error) {
+	img, ok := d[p]
+	if !ok {
+		return nil, 0, nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	return openFile(img)
+}
+
+func openFile(p string) (io.ReaderAt, int64, io.Closer, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("size of %s: %w", p, err)
+	}
+	return f, size, f, nil
+}
+
+// HostEnv builds the Env of the running machine over a target root (nil
+// for none): sysfs DMI and block devices, /proc/cmdline, and the
+// target's datasource config. A config that does not parse is returned as
+// an error beside a usable Env.
+func HostEnv(root *target.Root, log *slog.Logger) (*Env, error) {
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	cfg, err := LoadConfig(root)
+	env := &Env{
+		Root:    root,
+		DMI:     SysDMI{},
+		Cmdline: strings.TrimSpace(string(cmdline)),
+		Devices: &SysDevices{},
+		Config:  cfg,
+		Log:     log,
+	}
+	return env, err
+}
+
+// fileTree is a read-only set of seed files: a disk image, or a directory
+// of the target root.
+type fileTree interface {
+	ReadFile(name string) ([]byte, error)
+	ReadDir(name string) ([]string, error)
+}
+
+// rootTree reads a directory inside the target root, with the size cap
+// disk images have.
+type rootTree struct {
+	root *target.Root
+	dir  string
+}
+
+func (t rootTree) ReadFile(name string) ([]byte, error) {
+	p := path.Join(t.dir, path.Clean("/"+name))
+	st, err := t.root.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: errors.New("is a directory")}
+	}
+	if st.Size() > maxImageFile {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: %d bytes", ErrTooLarge, st.Size())}
+	}
+	return t.root.ReadFile(p)
+}
+
+func (t rootTree) ReadDir(name string) ([]string, error) {
+	entries, err := t.root.ReadDir(path.Join(t.dir, path.Clean("/"+name)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// openDevice reads a device's filesystem tree without mounting.
+func openDevice(env *Env, dev string) (*ImageFS, func(), error) {
+	if env.Devices == nil {
+		return nil, nil, fmt.Errorf("open %s: no block devices", dev)
+	}
+	r, size, closer, err := env.Devices.Open(dev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", dev, err)
+	}
+	fsys, err := OpenImage(r, size)
+	if err != nil {
+		closer.Close()
+		return nil, nil, fmt.Errorf("read filesystem on %s: %w", dev, err)
+	}
+	return fsys, func() { closer.Close() }, nil
+}

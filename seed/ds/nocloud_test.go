@@ -1,0 +1,144 @@
+package ds
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseNoCloudArgs(t *testing.T) {
+	cases := []struct {
+		line string
+		ok   bool
+		net  bool
+		meta map[string]any
+	}{
+		{"root=/dev/vda1 ds=nocloud", true, false, map[string]any{}},
+		{"ds=nocloud;h=web1;i=iid-7;s=http://10.0.0.1/seed/ quiet", true, false,
+			map[string]any{"local-hostname": "web1", "instance-id": "iid-7", "seedfrom": "http://10.0.0.1/seed/"}},
+		{"ds=nocloud-net;s=https://example.invalid/x/", true, true, map[string]any{"seedfrom": "https://example.invalid/x/"}},
+		{"ds=nocloud;flag;;k=v=w", true, false, map[string]any{"flag": nil, "k": "v=w"}},
+		{"ds=nocloudx", false, false, nil},
+		{"xds=nocloud", false, false, nil},
+		{"ds=ec2", false, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.line, func(t *testing.T) {
+			a, ok := parseNoCloudArgs(tc.line)
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			if a.Net != tc.net {
+				t.Errorf("net = %v", a.Net)
+			}
+			if diff := cmp.Diff(tc.meta, a.Meta); diff != "" {
+				t.Errorf("meta (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func noCloudServer(t *testing.T, files map[string]string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestNoCloud(t *testing.T) {
+	seedFiles := map[string]string{
+		"meta-data":      "instance-id: iid-disk\nlocal-hostname: disk-host\npublic-keys:\n  - ssh-ed25519 AAAA disk\n",
+		"user-data":      "#cloud-config\nfrom: disk\n",
+		"vendor-data":    "#cloud-config\nvendor: 1\n",
+		"network-config": "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n",
+	}
+	srv := noCloudServer(t, map[string]string{
+		"/seed/meta-data":   "instance-id: iid-http\nlocal-hostname: http-host\n",
+		"/seed/user-data":   "#cloud-config\nfrom: http\n",
+		"/seed/vendor-data": "#cloud-config\nvendor: http\n",
+	})
+	type result struct {
+		ID, Host, Sub, User, Vendor, NetFormat string
+		Keys                                   int
+	}
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T) *Env
+		want    result
+		errHas  string
+		verdict Verdict
+	}{
+		{"cidata iso", func(t *testing.T) *Env {
+			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", seedFiles, "-J", "-r")}, nil, "")
+		}, result{"iid-disk", "disk-host", "config-disk (/dev/sr0)", "#cloud-config\nfrom: disk\n", "#cloud-config\nvendor: 1\n", "v2", 1}, "", Found},
+		{"CIDATA vfat", func(t *testing.T) *Env {
+			return newTestEnv(t, FileDevices{"/dev/vdb": makeVFAT(t, "CIDATA", "2048", "", seedFiles)}, nil, "")
+		}, result{"iid-disk", "disk-host", "config-disk (/dev/vdb)", "#cloud-config\nfrom: disk\n", "#cloud-config\nvendor: 1\n", "v2", 1}, "", Found},
+		{"seed dir", func(t *testing.T) *Env {
+			env := newTestEnv(t, nil, nil, "")
+			writeTarget(t, env, map[string]string{
+				"/var/lib/cloud/seed/nocloud-net/meta-data": "instance-id: iid-dir\n",
+				"/var/lib/cloud/seed/nocloud-net/user-data": "#cloud-config\n",
+			})
+			return env
+		}, result{"iid-dir", "", "seed-dir (/var/lib/cloud/seed/nocloud-net)", "#cloud-config\n", "", "", 0}, "", Found},
+		{"cmdline beats the disk's meta-data", func(t *testing.T) *Env {
+			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", seedFiles, "-r")}, nil, "ro ds=nocloud;i=iid-cmd;h=cmd-host")
+		}, result{"iid-cmd", "cmd-host", "config-disk (cmdline,/dev/sr0)", "#cloud-config\nfrom: disk\n", "#cloud-config\nvendor: 1\n", "v2", 1}, "", Found},
+		{"seedfrom http on the command line", func(t *testing.T) *Env {
+			return newTestEnv(t, nil, nil, "ds=nocloud-net;s="+srv.URL+"/seed/")
+		}, result{"iid-http", "http-host", "seed-dir (cmdline," + srv.URL + "/seed/)", "#cloud-config\nfrom: http\n", "#cloud-config\nvendor: http\n", "", 0}, "", Found},
+		{"seedfrom in the SMBIOS serial, cmdline id kept", func(t *testing.T) *Env {
+			return newTestEnv(t, nil, MapDMI{"product_serial": "ds=nocloud;s=" + srv.URL + "/seed/;i=iid-serial"}, "")
+		}, result{"iid-serial", "http-host", "seed-dir (dmi," + srv.URL + "/seed/)", "#cloud-config\nfrom: http\n", "#cloud-config\nvendor: http\n", "", 0}, "", Found},
+		{"seedfrom 404", func(t *testing.T) *Env {
+			return newTestEnv(t, nil, nil, "ds=nocloud;s="+srv.URL+"/missing/")
+		}, result{}, "404", Found},
+		{"meta-data without user-data is no seed", func(t *testing.T) *Env {
+			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", map[string]string{"meta-data": "instance-id: x\n"}, "-r")}, nil, "")
+		}, result{}, "without user-data", Found},
+		{"bad meta-data YAML", func(t *testing.T) *Env {
+			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", map[string]string{"meta-data": "a: [\n", "user-data": ""}, "-r")}, nil, "")
+		}, result{}, "meta-data", Found},
+		{"nothing", func(t *testing.T) *Env {
+			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "other", seedFiles, "-r")}, nil, "")
+		}, result{}, "no NoCloud seed", NotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := tc.setup(t)
+			ev, err := noCloud{}.Probe(context.Background(), env)
+			if err != nil || ev.Verdict != tc.verdict {
+				t.Errorf("Probe = %+v, %v; want %s", ev, err, tc.verdict)
+			}
+			s, err := noCloud{}.Fetch(context.Background(), env)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("Fetch error = %v, want one mentioning %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := result{s.InstanceID, s.LocalHostname, s.Subplatform, string(s.UserData), string(s.VendorData), s.NetworkFormat, len(s.PublicKeys)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("seed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

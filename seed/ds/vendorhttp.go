@@ -1,0 +1,240 @@
+package ds
+
+// VendorHTTP serves appliance vendors whose management server hands out
+// metadata in a layout of their own, e.g.
+//
+//	datasource_list: [VendorHTTP]
+//	datasource:
+//	  VendorHTTP:
+//	    base_url: http://169.254.169.254/acme/latest/
+//	    meta_data: meta_data.json        # one JSON (or YAML) object
+//	    meta_data_keys: [instance-id, hostname]
+//	    meta_data_key_path: meta_data/%s # one URL per key, merged over it
+//	    user_data: user_data
+//	    vendor_data: vendor_data         # optional
+//	    network_config: network_data.json
+//	    headers: {X-Appliance: waf}
+//	    dmi: {sys_vendor: ACME}          # when set, only on such machines
+//
+// Paths are relative to base_url; an empty one is not fetched.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/yaml11"
+)
+
+func init() { Register(vendorHTTP{}) }
+
+type vendorHTTP struct{}
+
+func (vendorHTTP) Name() string       { return "VendorHTTP" }
+func (vendorHTTP) NeedsNetwork() bool { return true }
+
+// vendorHTTPConfig is the datasource's settings.
+type vendorHTTPConfig struct {
+	BaseURL       string
+	MetaData      string
+	MetaKeys      []string
+	MetaKeyPath   string
+	UserData      string
+	VendorData    string
+	NetworkConfig string
+	Header        http.Header
+	DMI           map[string]string
+	Platform      string
+}
+
+func readVendorHTTPConfig(env *Env) (vendorHTTPConfig, error) {
+	s := env.Settings("VendorHTTP")
+	c := vendorHTTPConfig{
+		BaseURL:     strOr(s, "base_url", ""),
+		MetaData:    strOr(s, "meta_data", "meta_data.json"),
+		MetaKeyPath: strOr(s, "meta_data_key_path", "meta_data/%s"),
+		UserData:    strOr(s, "user_data", "user_data"),
+		VendorData:  strOr(s, "vendor_data", ""),
+		Platform:    strOr(s, "platform", "vendorhttp"),
+		Header:      http.Header{},
+		DMI:         map[string]string{},
+	}
+	c.NetworkConfig = strOr(s, "network_config", "")
+	if env.Endpoint != "" {
+		c.BaseURL = env.Endpoint
+	}
+	if c.BaseURL == "" {
+		return c, errors.New("datasource.VendorHTTP.base_url is not set")
+	}
+	if !isHTTP(c.BaseURL) {
+		return c, fmt.Errorf("datasource.VendorHTTP.base_url %s: want an http or https URL", Redact(c.BaseURL))
+	}
+	if keys, ok := s["meta_data_keys"].([]any); ok {
+		for i, k := range keys {
+			ks, ok := k.(string)
+			if !ok || ks == "" || strings.ContainsAny(ks, "/?#") {
+				return c, fmt.Errorf("datasource.VendorHTTP.meta_data_keys item %d: want a plain key name, got %v", i, k)
+			}
+			c.MetaKeys = append(c.MetaKeys, ks)
+		}
+	}
+	if h, ok := s["headers"].(map[string]any); ok {
+		for k, v := range h {
+			c.Header.Set(k, fmt.Sprint(v))
+		}
+	}
+	if m, ok := s["dmi"].(map[string]any); ok {
+		for k, v := range m {
+			c.DMI[k] = fmt.Sprint(v)
+		}
+	}
+	return c, nil
+}
+
+func strOr(s map[string]any, key, def string) string {
+	v, ok := s[key]
+	if !ok {
+		return def
+	}
+	if v == nil {
+		return ""
+	}
+	return strings.TrimSpace(fmt.Sprint(v))
+}
+
+func (vendorHTTP) Probe(ctx context.Context, env *Env) (Evidence, error) {
+	if env.Settings("VendorHTTP") == nil && env.Endpoint == "" {
+		return Evidence{Reason: "datasource.VendorHTTP is not configured"}, nil
+	}
+	c, err := readVendorHTTPConfig(env)
+	if err != nil {
+		return Evidence{Reason: "datasource.VendorHTTP is misconfigured"}, err
+	}
+	if len(c.DMI) == 0 {
+		return Evidence{Verdict: Maybe, Reason: "configured at " + Redact(c.BaseURL) + ", no DMI marker set"}, nil
+	}
+	fields := make([]string, 0, len(c.DMI))
+	for f := range c.DMI {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	for _, f := range fields {
+		if got := env.DMIField(f); got != c.DMI[f] {
+			return Evidence{Reason: fmt.Sprintf("DMI %s is %q, not %q", f, got, c.DMI[f])}, nil
+		}
+	}
+	return Evidence{Verdict: Found, Reason: fmt.Sprintf("DMI %s matches", strings.Join(fields, ", "))}, nil
+}
+
+func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
+	c, err := readVendorHTTPConfig(env)
+	if err != nil {
+		return nil, fmt.Errorf("read VendorHTTP: %w", err)
+	}
+	f := env.HTTP().WithOptions(env.Config.FetchOptionsFor("VendorHTTP"))
+	base := strings.TrimRight(c.BaseURL, "/") + "/"
+	get := func(p string) ([]byte, error) {
+		resp, err := f.Get(ctx, base+strings.TrimLeft(p, "/"), c.Header)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Body, nil
+	}
+	md := map[string]any{}
+	if c.MetaData != "" {
+		raw, err := get(c.MetaData)
+		if err != nil && !(IsNotFound(err) && len(c.MetaKeys) > 0) {
+			return nil, fmt.Errorf("read VendorHTTP meta-data: %w", err)
+		}
+		if err == nil {
+			if md, err = ParseVendorMetadata(raw); err != nil {
+				return nil, fmt.Errorf("parse VendorHTTP meta-data %s: %w", Redact(base+c.MetaData), err)
+			}
+		}
+	}
+	for _, k := range c.MetaKeys {
+		p := strings.Replace(c.MetaKeyPath, "%s", k, 1)
+		raw, err := get(p)
+		if IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read VendorHTTP meta-data key %s: %w", k, err)
+		}
+		md[k] = strings.TrimSpace(string(raw))
+	}
+	s := &seed.Seed{Datasource: "VendorHTTP", Platform: c.Platform, CloudName: c.Platform, Metadata: md,
+		Subplatform: fmt.Sprintf("metadata (%s)", Redact(c.BaseURL))}
+	for _, k := range []string{"instance-id", "instance_id", "uuid"} {
+		if s.InstanceID = scalar(md[k]); s.InstanceID != "" {
+			break
+		}
+	}
+	if s.InstanceID == "" {
+		return nil, fmt.Errorf("read VendorHTTP meta-data at %s: no instance-id, instance_id or uuid", Redact(base))
+	}
+	md["instance-id"] = s.InstanceID
+	for _, k := range []string{"local-hostname", "hostname", "name"} {
+		if s.LocalHostname = scalar(md[k]); s.LocalHostname != "" {
+			break
+		}
+	}
+	s.AvailabilityZone = scalar(md["availability_zone"])
+	if s.AvailabilityZone == "" {
+		s.AvailabilityZone = scalar(md["availability-zone"])
+	}
+	s.Region = scalar(md["region"])
+	s.PublicKeys = seed.NormalizePublicKeys(md["public-keys"])
+	s.PublicKeys = append(s.PublicKeys, seed.NormalizePublicKeys(md["public_keys"])...)
+	optional := func(what, p string) ([]byte, error) {
+		if p == "" {
+			return nil, nil
+		}
+		b, err := get(p)
+		if IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read VendorHTTP %s: %w", what, err)
+		}
+		return b, nil
+	}
+	if s.UserData, err = optional("user-data", c.UserData); err != nil {
+		return nil, err
+	}
+	if s.VendorData, err = optional("vendor-data", c.VendorData); err != nil {
+		return nil, err
+	}
+	nc, err := optional("network config", c.NetworkConfig)
+	if err != nil {
+		return nil, err
+	}
+	if len(nc) > 0 {
+		s.NetworkConfig = nc
+		if checkNetworkDataJSON(nc) == nil && strings.HasSuffix(c.NetworkConfig, ".json") {
+			s.NetworkFormat = "network_data.json"
+		} else if s.NetworkFormat, err = seed.NetworkConfigFormat(nc); err != nil {
+			return nil, fmt.Errorf("parse VendorHTTP network config: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// ParseVendorMetadata parses a vendor's meta_data: a JSON or YAML object.
+func ParseVendorMetadata(raw []byte) (map[string]any, error) {
+	v, err := yaml11.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch m := v.(type) {
+	case map[string]any:
+		return m, nil
+	case nil:
+		return map[string]any{}, nil
+	}
+	return nil, fmt.Errorf("want an object, got %T", v)
+}
