@@ -6,7 +6,7 @@ BIN     := bin/seedinit
 LDFLAGS := -s -w -X github.com/seedinit/seedinit/apply.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: help build test test-go e2e lint demo clean fuzz
+.PHONY: help build test test-go e2e lint demo clean fuzz bench bench-cloudinit
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +31,12 @@ lint: ## gofmt, go vet, and staticcheck when it can be installed
 
 demo: build ## apply the bundled appliance seed to a fresh temporary root and show what changed
 	scripts/demo
+
+bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, memory, resulting roots, net-convert (root; caches a Debian root in .cache)
+	scripts/bench-cloudinit
+
+bench: ## boot QEMU 5 times per scenario beside a busybox baseline; print the README's performance table
+	scripts/bench
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	scripts/fuzz $${FUZZTIME:-10s}

@@ -21,6 +21,8 @@ type HostSystem struct {
 	// (PID 1 working on /sysroot): the kernel's state is the target's even
 	// though the target is not "/" yet.
 	Booting bool
+
+	pendingPower *PowerRequest
 }
 
 // Live reports whether the kernel's state belongs to the target.

@@ -164,8 +164,8 @@ var moduleOrder = map[Stage][]string{
 	},
 	StageConfig: {
 		"ssh_import_id", "keyboard", "locale", "grub_dpkg", "apt_pipelining",
-		"apt_configure", "ntp", "timezone", "disable_ec2_metadata", "runcmd",
-		"byobu",
+		"apt_configure", "apk_configure", "yum_add_repo", "resolv_conf", "ntp",
+		"timezone", "disable_ec2_metadata", "runcmd", "byobu",
 	},
 	StageFinal: {
 		"package_update_upgrade_install", "write_files_deferred", "puppet",

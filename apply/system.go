@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // Command is a program to run inside the target: argv[0] is a path inside
@@ -27,4 +28,26 @@ type System interface {
 	// Run runs cmd in the target and waits. It returns ErrCannotRun (wrapped)
 	// when commands cannot be run in this target at all (not root, no shell).
 	Run(ctx context.Context, cmd Command) error
+}
+
+// PowerRequest is a power_state change, as cloud-init's power_state
+// describes it.
+type PowerRequest struct {
+	Mode string // "halt", "poweroff" or "reboot"
+	// Delay is shutdown's delay: 0 for "now", else whole minutes.
+	Delay   time.Duration
+	Message string
+	// Timeout is how long to wait for seedinit's own work (the final
+	// stage) to end before acting anyway.
+	Timeout time.Duration
+	// Command is the shutdown command cloud-init would run in the target
+	// (shutdown -r +5 "msg"), for a System that prefers the target's tool.
+	Command []string
+}
+
+// PowerScheduler is the capability to change the machine's power state
+// once seedinit's final stage is over. The module decides whether and how
+// (mode, delay, condition); the System does it, never the module.
+type PowerScheduler interface {
+	SchedulePowerState(ctx context.Context, req PowerRequest) error
 }

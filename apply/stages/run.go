@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/known"
 	"github.com/seedinit/seedinit/apply/merge"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
@@ -383,7 +384,11 @@ func unknownKeys(cfgs ...map[string]any) []string {
 				continue
 			}
 			seen[k] = true
-			out = append(out, fmt.Sprintf("cloud-config key %q is not handled by seedinit %s; ignored", k, "yet"))
+			if known.IsKnown(k) {
+				out = append(out, fmt.Sprintf("cloud-config key %q is cloud-init's but seedinit does not support it; ignored", k))
+			} else {
+				out = append(out, fmt.Sprintf("cloud-config key %q is unknown (not cloud-init's, not seedinit's); ignored", k))
+			}
 		}
 	}
 	return out

@@ -91,12 +91,13 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 	if *out.asJSON {
 		console = stderr
 	}
+	host := &apply.HostSystem{Root: root}
 	start := time.Now()
 	report, err := stages.Run(ctx, stages.Options{
 		Root:    root,
 		Seed:    sd,
 		Stages:  stageList,
-		Sys:     apply.HostSystem{Root: root},
+		Sys:     host,
 		Log:     log,
 		Console: console,
 		Version: apply.Version,
@@ -115,6 +116,10 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 		fmt.Fprintln(stdout, string(b))
 	case !*out.quiet:
 		printReport(stdout, report, elapsed)
+	}
+	// power_state_change acts once everything else is over.
+	if err := host.RunPendingPower(ctx); err != nil {
+		fmt.Fprintf(stderr, "seedinit: %s: %v\n", verb, err)
 	}
 	if errs := report.Errors(); len(errs) > 0 {
 		fmt.Fprintf(stderr, "seedinit: %s finished with %d error(s):\n%s\n", verb, len(errs), indent(strings.Join(errs, "\n"), "  "))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/images/initramfs"
+	"github.com/seedinit/seedinit/images/seedimg"
 )
 
 type stringList []string
@@ -72,4 +73,44 @@ func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, name)
+}
+
+// runSeed is `seedinit seed build`: NoCloud and config-drive images as
+// ISO9660 or FAT, the Go replacement for cloud-localds and genisoimage.
+func runSeed(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "build" {
+		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] -o OUT")
+	}
+	fs := flag.NewFlagSet("seedinit seed build", flag.ContinueOnError)
+	kind := fs.String("kind", "nocloud", "nocloud (label cidata) or configdrive (label config-2)")
+	format := fs.String("format", "iso", "iso or vfat")
+	userData := fs.String("user-data", "", "user-data file")
+	metaData := fs.String("meta-data", "", "meta-data file (YAML or JSON)")
+	netConfig := fs.String("network-config", "", "network config file (network_data.json for a config drive)")
+	vendorData := fs.String("vendor-data", "", "vendor-data file")
+	label := fs.String("label", "", "volume label (default: cidata or config-2)")
+	outFile := fs.String("o", "", "output image")
+	if _, code, ok := parseFlags(fs, args[1:], stderr); !ok {
+		return code
+	}
+	if *outFile == "" {
+		return fail(stderr, "seed build: -o is required")
+	}
+	var o seedimg.Options
+	var err error
+	if o.Kind, err = seedimg.ParseKind(*kind); err != nil {
+		return fail(stderr, "seed build: %v", err)
+	}
+	if o.Format, err = seedimg.ParseFormat(*format); err != nil {
+		return fail(stderr, "seed build: %v", err)
+	}
+	if err := o.ReadFiles(*userData, *metaData, *netConfig, *vendorData); err != nil {
+		return fail(stderr, "seed build: %v", err)
+	}
+	o.Label = *label
+	if err := seedimg.Build(*outFile, o); err != nil {
+		return fail(stderr, "seed build: %v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %s seed image (%s)\n", *outFile, *kind, *format)
+	return exitOK
 }

@@ -41,6 +41,9 @@ var commands = map[string]command{
 	"growpart":    {"grow a partition to the end of its disk, like cloud-utils growpart", runGrowpart},
 	"resizefs":    {"grow a mounted filesystem to its device's size, online", runResizefs},
 	"schema":      {"validate cloud-config like cloud-init schema", runSchema},
+	"seed":        {"build NoCloud or config-drive seed images: seed build ...", runSeed},
+	"detect":      {"say which datasource this machine has, and why", runDetect},
+	"fetch":       {"fetch the instance's seed into a NoCloud directory", runFetch},
 	"make-mime":   {"combine files into MIME multipart user-data like cloud-init devel make-mime", runMakeMIME},
 }
 

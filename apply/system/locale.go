@@ -1,0 +1,165 @@
+package system
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"unicode"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/target"
+)
+
+const (
+	debianLocaleFile  = "/etc/default/locale"
+	systemdLocaleFile = "/etc/locale.conf"
+	defaultLocale     = "en_US.UTF-8"
+)
+
+func runLocale(ctx context.Context, env *apply.Env) error {
+	family := readOSRelease(env.Root).family()
+	file, _, err := env.Config.String("locale_configfile")
+	if err != nil {
+		return fmt.Errorf("read locale_configfile: %w", err)
+	}
+	if file == "" {
+		file = localeFileFor(env.Root, family)
+	}
+	locale := ""
+	if v, ok := env.Config["locale"]; ok && v != nil {
+		if b, isBool := v.(bool); isBool && !b {
+			return apply.Skip("locale is false")
+		}
+		s, err := apply.AsString(v)
+		if err != nil {
+			return fmt.Errorf("read locale: %w", err)
+		}
+		if off, err := apply.AsBool(s); err == nil && !off {
+			return apply.Skip("locale is %q", s)
+		}
+		locale = s
+	}
+	if locale == "" {
+		// Without a locale in the config cloud-init keeps the one the image
+		// has, or sets its default when the image has none.
+		locale = readShellVar(env.Root, file, "LANG")
+		if locale == "" {
+			locale = defaultLocale
+		}
+	}
+	if family == "debian" && !isBuiltinLocale(locale) {
+		if err := generateLocale(ctx, env, locale); err != nil {
+			env.Warn("%v", err)
+		}
+	}
+	changed, err := SetShellVar(env.Root, file, "LANG", locale)
+	if err != nil {
+		return fmt.Errorf("set locale %q: %w", locale, err)
+	}
+	if changed {
+		env.Log.Info("locale set", "locale", locale, "file", file)
+	}
+	return nil
+}
+
+// localeFileFor is where the target keeps its LANG: Debian's
+// /etc/default/locale, systemd's /etc/locale.conf elsewhere, and on a
+// target of unknown family whichever of the two it already has.
+func localeFileFor(root *target.Root, family string) string {
+	switch family {
+	case "debian":
+		return debianLocaleFile
+	case "rhel", "suse", "arch", "gentoo":
+		return systemdLocaleFile
+	}
+	if root.Exists(systemdLocaleFile) && !root.Exists(debianLocaleFile) {
+		return systemdLocaleFile
+	}
+	return debianLocaleFile
+}
+
+func isBuiltinLocale(l string) bool {
+	switch strings.ToLower(l) {
+	case "c", "c.utf-8", "c.utf8", "posix":
+		return true
+	}
+	return false
+}
+
+// generateLocale runs the target's locale-gen, as cloud-init does on
+// Debian, so that the locale it names exists.
+func generateLocale(ctx context.Context, env *apply.Env, locale string) error {
+	bin, ok := which(env.Root, "locale-gen")
+	if !ok {
+		return fmt.Errorf("generate locale %q: locale-gen is not available on this image", locale)
+	}
+	var out bytes.Buffer
+	if err := env.Sys.Run(ctx, apply.Command{Argv: []string{bin, locale}, Output: &out}); err != nil {
+		return fmt.Errorf("generate locale %q: %s: %w: %s", locale, bin, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// readShellVar reads KEY=value from a shell-style file; a missing file or
+// key reads as "".
+func readShellVar(root *target.Root, file, key string) string {
+	data, err := root.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	value := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && strings.TrimPrefix(k, "export ") == key {
+			value = unquoteShell(strings.TrimSpace(v))
+		}
+	}
+	return value
+}
+
+// SetShellVar sets KEY=value in a shell-style file the way update-locale
+// does: the key's line is replaced in place, other lines are kept, and the
+// key is appended when missing.
+func SetShellVar(root *target.Root, file, key, value string) (bool, error) {
+	data, err := root.ReadFile(file)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("read %s: %w", file, err)
+	}
+	if strings.ContainsAny(value, "\n\x00") {
+		return false, fmt.Errorf("set %s in %s: the value holds a newline", key, file)
+	}
+	entry := key + "=" + shellQuote(value)
+	var kept []string
+	found := false
+	if text := strings.TrimSuffix(string(data), "\n"); text != "" {
+		for _, line := range strings.Split(text, "\n") {
+			k, _, ok := strings.Cut(strings.TrimSpace(line), "=")
+			if ok && strings.TrimPrefix(k, "export ") == key {
+				if found {
+					continue // a second assignment would override ours
+				}
+				line, found = entry, true
+			}
+			kept = append(kept, line)
+		}
+	}
+	if !found {
+		kept = append(kept, entry)
+	}
+	changed, err := root.WriteFileIfChanged(file, []byte(strings.Join(kept, "\n")+"\n"), 0o644, target.KeepOwner)
+	if err != nil {
+		return false, fmt.Errorf("write %s: %w", file, err)
+	}
+	return changed, nil
+}
+
+// shellQuote quotes a value only when the shell would split or expand it.
+func shellQuote(v string) string {
+	if v != "" && !strings.ContainsFunc(v, unicode.IsSpace) && !strings.ContainsAny(v, "'\"\\$`;&|<>()*?[]#~!{}=") {
+		return v
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`").Replace(v) + `"`
+}

@@ -1,0 +1,457 @@
+package initramfs
+
+import (
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"encoding/binary"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/u-root/u-root/pkg/cpio"
+
+	"github.com/seedinit/seedinit/boot/kmod"
+)
+
+const fakeRelease = "6.1.0-test-amd64"
+
+// fakeModule writes a minimal ELF64 relocatable object whose only content is
+// a .modinfo section, which is all the index reads from a .ko.
+func fakeModule(t *testing.T, file string, modinfo ...string) {
+	t.Helper()
+	var info bytes.Buffer
+	for _, kv := range modinfo {
+		info.WriteString(kv)
+		info.WriteByte(0)
+	}
+	shstrtab := []byte("\x00.modinfo\x00.shstrtab\x00")
+	const headerSize = 64
+	infoOff := uint64(headerSize)
+	strOff := infoOff + uint64(info.Len())
+	shOff := (strOff + uint64(len(shstrtab)) + 7) &^ 7
+
+	hdr := elf.Header64{
+		Type: uint16(elf.ET_REL), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
+		Shoff: shOff, Ehsize: headerSize, Shentsize: 64, Shnum: 3, Shstrndx: 2,
+	}
+	copy(hdr.Ident[:], elf.ELFMAG)
+	hdr.Ident[elf.EI_CLASS] = byte(elf.ELFCLASS64)
+	hdr.Ident[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
+	hdr.Ident[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+	sections := []elf.Section64{
+		{},
+		{Name: 1, Type: uint32(elf.SHT_PROGBITS), Flags: uint64(elf.SHF_ALLOC), Off: infoOff, Size: uint64(info.Len()), Addralign: 1},
+		{Name: 10, Type: uint32(elf.SHT_STRTAB), Off: strOff, Size: uint64(len(shstrtab)), Addralign: 1},
+	}
+
+	var out bytes.Buffer
+	binary.Write(&out, binary.LittleEndian, hdr)
+	out.Write(info.Bytes())
+	out.Write(shstrtab)
+	out.Write(make([]byte, int(shOff)-out.Len()))
+	binary.Write(&out, binary.LittleEndian, sections)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeKernel lays out lib/modules/<release> the way Debian's kernel package
+// does: modules and modules.builtin, no modules.dep.
+func fakeKernel(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "lib/modules", fakeRelease)
+	mods := map[string][]string{
+		"kernel/drivers/net/virtio_net.ko":     {"alias=virtio:d00000001v*", "depends=net_failover", "name=virtio_net"},
+		"kernel/drivers/net/net_failover.ko":   {"depends=failover"},
+		"kernel/net/core/failover.ko":          {"depends="},
+		"kernel/fs/ext4/ext4.ko":               {"alias=fs-ext4", "depends=mbcache,jbd2", "softdep=pre: crc32c"},
+		"kernel/fs/mbcache.ko":                 {"depends="},
+		"kernel/fs/jbd2/jbd2.ko":               {"depends="},
+		"kernel/crypto/crc32c_generic.ko":      {"alias=crypto-crc32c", "alias=crc32c", "depends="},
+		"kernel/drivers/block/virtio_blk.ko":   {"alias=virtio:d00000002v*", "depends="},
+		"kernel/drivers/misc/unrelated-mod.ko": {"depends="},
+	}
+	for p, info := range mods {
+		fakeModule(t, filepath.Join(dir, p), info...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modules.builtin"), []byte("kernel/fs/isofs/isofs.ko\nkernel/drivers/virtio/virtio_pci.ko\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func writeFile(t *testing.T, p, content string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func build(t *testing.T, o Options) ([]byte, *Report) {
+	t.Helper()
+	var buf bytes.Buffer
+	rep, err := Build(&buf, o)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return buf.Bytes(), rep
+}
+
+// readArchive decodes the image with u-root's newc reader, the same format
+// the kernel unpacks.
+func readArchive(t *testing.T, img []byte) map[string]cpio.Record {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(img))
+	if err != nil {
+		t.Fatalf("gunzip: %v", err)
+	}
+	raw, err := io.ReadAll(gz)
+	if err != nil {
+		t.Fatalf("gunzip: %v", err)
+	}
+	recs, err := cpio.ReadAllRecords(cpio.Newc.Reader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatalf("read cpio: %v", err)
+	}
+	byName := map[string]cpio.Record{}
+	for _, r := range recs {
+		if _, dup := byName[r.Name]; dup {
+			t.Errorf("record %q written twice", r.Name)
+		}
+		byName[r.Name] = r
+	}
+	return byName
+}
+
+func content(t *testing.T, r cpio.Record) string {
+	t.Helper()
+	b, err := io.ReadAll(io.NewSectionReader(r.ReaderAt, 0, int64(r.FileSize)))
+	if err != nil {
+		t.Fatalf("read %s: %v", r.Name, err)
+	}
+	return string(b)
+}
+
+func fakeOptions(t *testing.T) Options {
+	t.Helper()
+	tmp := t.TempDir()
+	bin := writeFile(t, filepath.Join(tmp, "seedinit"), "\x7fELF fake seedinit", 0o755)
+	extraScript := writeFile(t, filepath.Join(tmp, "hook"), "#!/bin/sh\necho hook\n", 0o750)
+	extraConf := writeFile(t, filepath.Join(tmp, "conf"), "key: value\n", 0o600)
+	return Options{
+		Seedinit:      bin,
+		ModulesRoot:   fakeKernel(t),
+		KernelRelease: fakeRelease,
+		Modules:       []string{"virtio_net", "fs-ext4", "isofs", "virtio:d00000002v00001AF4", "no_such_module"},
+		Extra: []Extra{
+			{Src: extraScript, Dst: "/usr/lib/seedinit/hooks/hook"},
+			{Src: extraConf, Dst: "/etc/seedinit.yaml"},
+		},
+	}
+}
+
+func TestBuildFakeKernel(t *testing.T) {
+	o := fakeOptions(t)
+	img, rep := build(t, o)
+	recs := readArchive(t, img)
+	modDir := "lib/modules/" + fakeRelease
+
+	t.Run("report", func(t *testing.T) {
+		want := &Report{
+			Modules: []string{"crc32c_generic", "ext4", "failover", "jbd2", "mbcache", "net_failover", "virtio_blk", "virtio_net"},
+			Missing: []string{"no_such_module"},
+			Builtin: []string{"isofs"},
+			Files:   rep.Files,
+		}
+		if diff := cmp.Diff(want, rep); diff != "" {
+			t.Errorf("report (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("init", func(t *testing.T) {
+		r, ok := recs["init"]
+		if !ok {
+			t.Fatal("no /init")
+		}
+		if r.Mode&cpio.S_IFMT != cpio.S_IFREG || r.Mode&0o111 != 0o111 {
+			t.Errorf("/init mode %o, want a regular file executable by all", r.Mode)
+		}
+		if got := content(t, r); got != "\x7fELF fake seedinit" {
+			t.Errorf("/init content %q, want the seedinit binary", got)
+		}
+	})
+
+	t.Run("device nodes", func(t *testing.T) {
+		for _, tc := range []struct {
+			name         string
+			major, minor uint64
+		}{{"dev/console", 5, 1}, {"dev/null", 1, 3}, {"dev/kmsg", 1, 11}} {
+			t.Run(tc.name, func(t *testing.T) {
+				r, ok := recs[tc.name]
+				if !ok {
+					t.Fatalf("no /%s", tc.name)
+				}
+				if r.Mode&cpio.S_IFMT != cpio.S_IFCHR || r.Rmajor != tc.major || r.Rminor != tc.minor {
+					t.Errorf("/%s: mode %o dev %d:%d, want a char device %d:%d", tc.name, r.Mode, r.Rmajor, r.Rminor, tc.major, tc.minor)
+				}
+			})
+		}
+	})
+
+	t.Run("directories", func(t *testing.T) {
+		for _, d := range []string{"dev", "proc", "sys", "run", "sysroot", "tmp", "usr/lib/seedinit/hooks", modDir + "/kernel/fs/ext4"} {
+			if r, ok := recs[d]; !ok || r.Mode&cpio.S_IFMT != cpio.S_IFDIR {
+				t.Errorf("/%s: not a directory in the archive", d)
+			}
+		}
+	})
+
+	t.Run("modules", func(t *testing.T) {
+		var got []string
+		for name := range recs {
+			if strings.HasSuffix(name, ".ko") {
+				got = append(got, strings.TrimPrefix(name, modDir+"/"))
+			}
+		}
+		sort.Strings(got)
+		want := []string{
+			"kernel/crypto/crc32c_generic.ko",
+			"kernel/drivers/block/virtio_blk.ko",
+			"kernel/drivers/net/net_failover.ko",
+			"kernel/drivers/net/virtio_net.ko",
+			"kernel/fs/ext4/ext4.ko",
+			"kernel/fs/jbd2/jbd2.ko",
+			"kernel/fs/mbcache.ko",
+			"kernel/net/core/failover.ko",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("modules in the archive (-want +got):\n%s", diff)
+		}
+		orig, err := os.ReadFile(filepath.Join(o.ModulesRoot, "lib/modules", fakeRelease, "kernel/fs/ext4/ext4.ko"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if content(t, recs[modDir+"/kernel/fs/ext4/ext4.ko"]) != string(orig) {
+			t.Error("ext4.ko in the archive differs from the source")
+		}
+	})
+
+	t.Run("depmod files", func(t *testing.T) {
+		want := map[string]string{
+			"modules.dep": "kernel/crypto/crc32c_generic.ko:\n" +
+				"kernel/fs/ext4/ext4.ko: kernel/fs/jbd2/jbd2.ko kernel/fs/mbcache.ko\n" +
+				"kernel/net/core/failover.ko:\n" +
+				"kernel/fs/jbd2/jbd2.ko:\n" +
+				"kernel/fs/mbcache.ko:\n" +
+				"kernel/drivers/net/net_failover.ko: kernel/net/core/failover.ko\n" +
+				"kernel/drivers/block/virtio_blk.ko:\n" +
+				"kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko\n",
+			"modules.alias": "alias crypto-crc32c crc32c_generic\n" +
+				"alias crc32c crc32c_generic\n" +
+				"alias fs-ext4 ext4\n" +
+				"alias virtio:d00000002v* virtio_blk\n" +
+				"alias virtio:d00000001v* virtio_net\n",
+			"modules.softdep": "softdep ext4 pre: crc32c\n",
+			"modules.builtin": "isofs.ko\nvirtio_pci.ko\n",
+		}
+		got := map[string]string{}
+		for name := range want {
+			r, ok := recs[path.Join(modDir, name)]
+			if !ok {
+				t.Errorf("no %s", name)
+				continue
+			}
+			got[name] = content(t, r)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("depmod files (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("depmod files resolve as the source tree does", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), modDir)
+		for name, r := range recs {
+			if strings.HasPrefix(name, modDir+"/modules.") {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(dir, path.Base(name)), content(t, r), 0o644)
+			}
+		}
+		packed, err := kmod.ReadDepmod(dir)
+		if err != nil {
+			t.Fatalf("ReadDepmod on the archive's files: %v", err)
+		}
+		source, err := kmod.BuildIndex(filepath.Join(o.ModulesRoot, modDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"ext4", "virtio_net", "virtio_blk"} {
+			want, err := source.LoadOrder(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := packed.LoadOrder(m)
+			if err != nil {
+				t.Errorf("LoadOrder(%s) from the archive: %v", m, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("LoadOrder(%s) (-source +archive):\n%s", m, diff)
+			}
+		}
+	})
+
+	t.Run("added files", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, content string
+			perm          uint64
+		}{
+			{"usr/lib/seedinit/hooks/hook", "#!/bin/sh\necho hook\n", 0o750},
+			{"etc/seedinit.yaml", "key: value\n", 0o600},
+		} {
+			r, ok := recs[tc.name]
+			if !ok {
+				t.Errorf("no /%s", tc.name)
+				continue
+			}
+			if r.Mode&cpio.S_IFMT != cpio.S_IFREG || r.Mode&0o7777 != tc.perm {
+				t.Errorf("/%s: mode %o, want a regular file %o", tc.name, r.Mode, tc.perm)
+			}
+			if got := content(t, r); got != tc.content {
+				t.Errorf("/%s: content %q, want %q", tc.name, got, tc.content)
+			}
+		}
+	})
+}
+
+func TestBuildReproducible(t *testing.T) {
+	o := fakeOptions(t)
+	first, _ := build(t, o)
+	// Later timestamps on every input must not change a byte.
+	later := time.Now().Add(time.Hour)
+	filepath.Walk(o.ModulesRoot, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, later, later) })
+	for _, e := range o.Extra {
+		os.Chtimes(e.Src, later, later)
+	}
+	second, _ := build(t, o)
+	if !bytes.Equal(first, second) {
+		t.Errorf("two builds from the same inputs differ (%d and %d bytes)", len(first), len(second))
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*Options)
+		want   string
+	}{
+		{"missing seedinit", func(o *Options) { o.Seedinit = "/nonexistent/seedinit" }, "read seedinit binary"},
+		{"missing extra", func(o *Options) { o.Extra = []Extra{{Src: "/nonexistent/x", Dst: "/x"}} }, "--add /nonexistent/x:/x"},
+		{"missing modules root", func(o *Options) { o.ModulesRoot = "/nonexistent" }, "/nonexistent/lib/modules"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := fakeOptions(t)
+			tc.modify(&o)
+			_, err := Build(io.Discard, o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Build error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseExtra(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Extra
+		wantErr bool
+	}{
+		{in: "hook.sh:/usr/lib/hook.sh", want: Extra{Src: "hook.sh", Dst: "/usr/lib/hook.sh"}},
+		{in: "/abs/src:/dst", want: Extra{Src: "/abs/src", Dst: "/dst"}},
+		{in: "nodst", wantErr: true},
+		{in: ":/dst", wantErr: true},
+		{in: "src:", wantErr: true},
+		{in: "src:relative", wantErr: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseExtra(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ParseExtra(%q) error %v, want error %v", tc.in, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseExtra(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+// TestBuildDebianKernel packs the real Debian cloud kernel's modules that
+// scripts/fetch-kernel unpacks, the tree the e2e boots use.
+func TestBuildDebianKernel(t *testing.T) {
+	root, err := filepath.Abs("../../.cache/kernel/root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releases, _ := filepath.Glob(filepath.Join(root, "lib/modules/*"))
+	if len(releases) == 0 {
+		t.Skip("no Debian kernel under .cache/kernel/root (scripts/fetch-kernel unpacks one)")
+	}
+	if testing.Short() {
+		t.Skip("packing a real kernel's modules is slow; skipped with -short")
+	}
+	o := fakeOptions(t)
+	o.ModulesRoot = root
+	o.KernelRelease = filepath.Base(releases[0])
+	o.Modules = nil
+	img, rep := build(t, o)
+	if len(rep.Missing) > 0 {
+		t.Logf("modules neither in the package nor built in: %v", rep.Missing)
+	}
+	recs := readArchive(t, img)
+	modDir := "lib/modules/" + o.KernelRelease
+	for _, m := range []string{"virtio_net", "virtio_blk", "virtio_rng", "isofs", "ext4"} {
+		mods, builtin := lookupIn(t, recs, modDir, m)
+		if len(mods) == 0 && !builtin {
+			t.Errorf("%s: neither packed nor built in", m)
+		}
+	}
+	if _, ok := recs[modDir+"/modules.dep"]; !ok {
+		t.Error("no modules.dep")
+	}
+}
+
+func lookupIn(t *testing.T, recs map[string]cpio.Record, modDir, name string) ([]string, bool) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"modules.dep", "modules.alias", "modules.softdep", "modules.builtin"} {
+		if r, ok := recs[path.Join(modDir, f)]; ok {
+			writeFile(t, filepath.Join(dir, f), content(t, r), 0o644)
+		}
+	}
+	idx, err := kmod.ReadDepmod(dir)
+	if err != nil {
+		t.Fatalf("ReadDepmod: %v", err)
+	}
+	mods, builtin := idx.Lookup(name)
+	for _, m := range mods {
+		if _, ok := recs[path.Join(modDir, idx.Modules[m].Path)]; !ok {
+			t.Errorf("%s: listed in modules.dep but not in the archive", m)
+		}
+	}
+	return mods, builtin
+}

@@ -1,0 +1,99 @@
+# Shell helpers for the QEMU boots of scripts/e2e and scripts/bench; source
+# it after setting $top (the repository) and $work (a scratch directory).
+# Needs: qemu-system-x86, gdisk (sgdisk), e2fsprogs, busybox-static.
+
+# The root partition's GUID, to boot by root=PARTUUID=.
+partuuid=5eed1717-0000-4000-8000-000000000001
+
+# need_tools PREFIX TOOL...: exit 0 with a SKIP line when a tool is missing,
+# so that `make test` on a machine without QEMU reports rather than fails.
+need_tools() {
+	local who=$1
+	shift
+	local tool
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null; then
+			echo "$who: SKIP: $tool is not installed (scripts/install-deps installs it)"
+			exit 0
+		fi
+	done
+	if [ ! -x /bin/busybox ]; then
+		echo "$who: SKIP: /bin/busybox (busybox-static) is not installed"
+		exit 0
+	fi
+}
+
+# fetch_kernel: sets $kver, $kroot and $kernel (Debian's cloud kernel).
+fetch_kernel() {
+	kver=$("$top/scripts/fetch-kernel")
+	kroot=$top/.cache/kernel/root
+	kernel=$kroot/boot/vmlinuz-$kver
+}
+
+# build_seedinit OUT VERSION: the static binary, built as `make build` does.
+build_seedinit() {
+	(cd "$top" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/seedinit/seedinit/apply.Version=$2" -o "$1" ./cmd/seedinit)
+}
+
+# make_busybox_root DIR INIT: a small busybox system whose /sbin/init is the
+# file INIT, with the accounts and files the appliance seed expects.
+make_busybox_root() {
+	local r=$1 init=$2 a
+	rm -rf "$r"
+	mkdir -p "$r"/{bin,sbin,etc/ssh,etc/skel,etc/sudoers.d,root,home,proc,sys,dev,run,tmp,var/log,var/lib}
+	cp /bin/busybox "$r/bin/busybox"
+	for a in sh ash awk cat echo ls mount umount hostname id grep sleep sync poweroff date mkdir head ip stat test cut tr; do
+		ln -sf busybox "$r/bin/$a"
+	done
+	cat >"$r/etc/passwd" <<-'P'
+	root:x:0:0:root:/root:/bin/sh
+	daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
+	nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+	P
+	printf 'root:x:0:\ndaemon:x:1:\nadm:x:4:\nsudo:x:27:\nusers:x:100:\nnogroup:x:65534:\n' >"$r/etc/group"
+	printf 'root:*:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n' >"$r/etc/shadow"
+	printf 'root:*::\ndaemon:*::\nadm:*::\nsudo:*::\nusers:*::\nnogroup:*::\n' >"$r/etc/gshadow"
+	chmod 0640 "$r/etc/shadow" "$r/etc/gshadow"
+	printf 'PasswordAuthentication yes\n' >"$r/etc/ssh/sshd_config"
+	printf 'ID=debian\nVERSION_ID="12"\n' >"$r/etc/os-release"
+	printf 'localhost\n' >"$r/etc/hostname"
+	install -m 0755 "$init" "$r/sbin/init"
+}
+
+# make_disk DIR IMG: ext4 of DIR in GPT partition 1 (80 MiB) of a 160 MiB
+# disk, so that growpart has room to grow it.
+make_disk() {
+	local dir=$1 img=$2
+	rm -f "$img" "$img.part"
+	mkfs.ext4 -q -F -L rootfs -d "$dir" "$img.part" 80M >/dev/null 2>&1
+	truncate -s 160M "$img"
+	sgdisk -n 1:2048:+80M -t 1:8300 -c 1:root -u "1:$partuuid" "$img" >/dev/null
+	dd if="$img.part" of="$img" bs=1M seek=1 conv=notrunc status=none
+	rm -f "$img.part"
+}
+
+# read_root IMG PATH: a file from the root partition after power-off.
+read_root() {
+	local img=$1 path=$2
+	dd if="$img" of="$img.p1" bs=1M skip=1 status=none
+	debugfs -R "cat $path" "$img.p1" 2>/dev/null
+	rm -f "$img.p1"
+}
+
+# qemu_boot LOG INITRD APPEND QEMU-ARGS...: one TCG boot of $kernel with the
+# console saved to LOG; prints the host wall time in milliseconds.
+# INITRD may be empty (no initramfs).
+qemu_boot() {
+	local log=$1 initrd=$2 append=$3
+	shift 3
+	local extra=()
+	[ -f /usr/share/qemu/qboot.rom ] && extra+=(-bios /usr/share/qemu/qboot.rom)
+	[ -n "$initrd" ] && extra+=(-initrd "$initrd")
+	local start end
+	start=$(date +%s%N)
+	timeout "${QEMU_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nographic -no-reboot "${extra[@]}" \
+		-kernel "$kernel" -append "console=ttyS0 panic=-1 $append" \
+		-device virtio-rng-pci -net none "$@" >"$log" 2>&1 || true
+	end=$(date +%s%N)
+	echo $(((end - start) / 1000000))
+}
