@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
@@ -203,6 +204,7 @@ func ModulesFor(stage Stage, cfg Config) ([]Module, []string, error) {
 					return nil, nil, fmt.Errorf("%s: item %d: %w", key, i, err)
 				}
 				names = append(names, n)
+				n = trimCC(n)
 				if len(v) > 1 {
 					fs, err := AsString(v[1])
 					if err != nil {
@@ -227,7 +229,7 @@ func ModulesFor(stage Stage, cfg Config) ([]Module, []string, error) {
 			missing = append(missing, n)
 			continue
 		}
-		if f, ok := overrides[n]; ok {
+		if f, ok := overrides[trimCC(n)]; ok {
 			m.Frequency = f
 		}
 		mods = append(mods, m)
@@ -235,9 +237,10 @@ func ModulesFor(stage Stage, cfg Config) ([]Module, []string, error) {
 	return mods, missing, nil
 }
 
+// trimCC turns a cloud.cfg module name into the registered one the way
+// cloud-init's form_module_name does: Debian's cloud.cfg writes
+// "write-files" and "users-groups", others "cc_write_files.py".
 func trimCC(n string) string {
-	if len(n) > 3 && n[:3] == "cc_" {
-		return n[3:]
-	}
-	return n
+	n = strings.TrimSuffix(strings.ReplaceAll(strings.TrimSpace(n), "-", "_"), ".py")
+	return strings.TrimPrefix(n, "cc_")
 }

@@ -1,11 +1,13 @@
 package boot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +30,18 @@ func PoolReady() bool {
 	var b [1]byte
 	_, err := unix.Getrandom(b[:], unix.GRND_NONBLOCK)
 	return !errors.Is(err, unix.EAGAIN)
+}
+
+// waitPoolReady polls PoolReady until ctx ends.
+func waitPoolReady(ctx context.Context) bool {
+	for !PoolReady() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // creditEntropy adds data to the kernel's pool and credits it

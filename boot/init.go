@@ -158,8 +158,18 @@ func (p *PID1) loadModules() error {
 	}
 	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: p.Log}
 	var errs []error
-	loaded, cerrs := l.Coldplug("/sys/devices")
-	errs = append(errs, cerrs...)
+	// A bus driver makes new devices (virtio_pci makes the virtio devices,
+	// among them the RNG): walk again while a pass loaded something.
+	var loaded []string
+	for pass := 0; pass < 4; pass++ {
+		more, cerrs := l.Coldplug("/sys/devices")
+		errs = append(errs, cerrs...)
+		loaded = append(loaded, more...)
+		if len(more) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, m := range append(append([]string{}, fsModules...), p.Opts.Modules...) {
 		if err := l.Load(m); err != nil {
 			errs = append(errs, err)

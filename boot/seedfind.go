@@ -2,7 +2,6 @@ package boot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -45,6 +44,11 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 	p.Timeline.Do("ephemeral network (DHCP)", func() error {
 		dctx, cancel := context.WithTimeout(ctx, dhcpBudget)
 		defer cancel()
+		// The DHCP client draws its transaction id from crypto/rand, which
+		// blocks (past any deadline) until the kernel's pool is ready.
+		if !waitPoolReady(dctx) {
+			return errors.New("the random pool is not ready (no hardware RNG?); no DHCP")
+		}
 		up, err := live.BringUp(dctx, nil, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
 		if up != nil && len(up.Leases) > 0 {
 			l := up.Leases[0]
@@ -112,25 +116,19 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 }
 
 // saveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for
-// the final stage, which runs after the handoff in another process.
+// the final stage, which runs after the handoff in another process, with
+// the datasource's name beside it so status and final_message still name
+// the real source.
 func saveSeed(s *seed.Seed) error {
-	if err := os.MkdirAll(SeedCacheDir, 0o700); err != nil {
+	if err := ds.FetchToDir(s, SeedCacheDir); err != nil {
 		return err
 	}
-	md, err := json.Marshal(s.Metadata)
-	if err != nil {
-		return err
-	}
-	files := map[string][]byte{"meta-data": md, "user-data": s.UserData, "vendor-data": s.VendorData}
-	if len(s.NetworkConfig) > 0 {
-		files["network-config"] = s.NetworkConfig
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(SeedCacheDir, name), data, 0o600); err != nil {
+	for name, v := range map[string]string{"datasource": s.Datasource, "subplatform": s.Subplatform} {
+		if err := os.WriteFile(filepath.Join(SeedCacheDir, name), []byte(v+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(SeedCacheDir, "subplatform"), []byte(s.Subplatform), 0o600)
+	return nil
 }
 
 // FindRoot resolves root= specs: /dev paths as they are, and LABEL=,

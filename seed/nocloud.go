@@ -79,6 +79,17 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read NoCloud seed %s: %w", filepath.Join(dir, "network-config"), err)
 		}
+		return s, nil
+	}
+	// A seed written by `seedinit fetch` keeps network configs that need
+	// the applying machine's MACs in their own formats.
+	for _, alt := range []struct{ file, format string }{{"network_data.json", "network_data.json"}, {"network-interfaces", "eni"}} {
+		if netRaw, ok, err = read(alt.file); err != nil {
+			return nil, err
+		} else if ok {
+			s.NetworkConfig, s.NetworkFormat = netRaw, alt.format
+			break
+		}
 	}
 	return s, nil
 }

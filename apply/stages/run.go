@@ -164,10 +164,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 }
 
 func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepared, res *StageResult) {
-	mods, _, err := apply.ModulesFor(res.Stage, prep.Config)
+	mods, missing, err := apply.ModulesFor(res.Stage, prep.Config)
 	if err != nil {
 		res.Errors = append(res.Errors, fmt.Sprintf("read module list: %v", err))
-		mods, _, _ = apply.ModulesFor(res.Stage, apply.Config{})
+		mods, missing, _ = apply.ModulesFor(res.Stage, apply.Config{})
+	}
+	if prep.Config.Has(moduleListKey[res.Stage]) {
+		// Only a list the user or the image gave is worth a warning; the
+		// built-in one names modules seedinit does not have on purpose.
+		for _, name := range missing {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: module %q is not supported by seedinit; skipped", moduleListKey[res.Stage], name))
+		}
 	}
 	for _, m := range mods {
 		if err := ctx.Err(); err != nil {
@@ -229,6 +236,12 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		}
 		res.Modules = append(res.Modules, mr)
 	}
+}
+
+var moduleListKey = map[apply.Stage]string{
+	apply.StageNetwork: "cloud_init_modules",
+	apply.StageConfig:  "cloud_config_modules",
+	apply.StageFinal:   "cloud_final_modules",
 }
 
 // runOne runs a module with a deadline, turning a panic into an error. A

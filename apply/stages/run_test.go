@@ -231,3 +231,25 @@ func TestVendorDataDisabled(t *testing.T) {
 		}
 	}
 }
+
+// Debian's cloud.cfg spells modules with hyphens; they must run.
+func TestModuleListSpellings(t *testing.T) {
+	runsOK.Store(0)
+	dir := t.TempDir()
+	rep := runOnce(t, dir, "i-h", "#cloud-config\ncloud_init_modules: [test-ok, [cc_test_always.py, once], no-such-module]\ncloud_config_modules: []\ncloud_final_modules: []\n")
+	got := statuses(rep)
+	if got["test_ok"] != StatusRan || got["test_always"] != StatusRan {
+		t.Errorf("hyphenated and cc_*.py names must run: %v", got)
+	}
+	var warned bool
+	for _, w := range rep.Stages[1].Warnings {
+		warned = warned || strings.Contains(w, `"no-such-module"`)
+	}
+	if !warned {
+		t.Errorf("an unknown module in the list must be warned about: %v", rep.Stages[1].Warnings)
+	}
+	second := runOnce(t, dir, "i-h", "#cloud-config\ncloud_init_modules: [test-ok, [cc_test_always.py, once]]\ncloud_config_modules: []\ncloud_final_modules: []\n")
+	if got := statuses(second); got["test_always"] != StatusAlreadyRan {
+		t.Errorf("a [name, once] override must apply to a cc_*.py name: %v", got)
+	}
+}

@@ -68,8 +68,12 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 	if err != nil {
 		return fail(stderr, "%s: %v", verb, err)
 	}
+	// A seed PID 1 kept for the final stage names its real datasource.
 	if b, err := os.ReadFile(filepath.Join(seedDir, "subplatform")); err == nil {
 		sd.Subplatform = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile(filepath.Join(seedDir, "datasource")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		sd.Datasource = strings.TrimSpace(string(b))
 	}
 
 	level := slog.LevelInfo
