@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // Config is the merged cloud-config: YAML decoded into map[string]any,
@@ -187,23 +189,7 @@ func AsStringList(v any, splitComma bool) ([]string, error) {
 
 // TypeName names a decoded YAML value's type the way a user thinks of it.
 func TypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64:
-		return "an integer"
-	case float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any, Config:
-		return "a mapping"
-	}
-	return fmt.Sprintf("%T", v)
+	return yaml11.TypeName(v)
 }
 
 // Keys returns the config's top-level keys, sorted.

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seedinit/seedinit/seed/jinja"
+	"github.com/seedinit/seedinit/seed/pyfmt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -722,7 +723,7 @@ func (p *processor) explodeArchive(part *mimePart, payload []byte) {
 			ctype = t
 		case nil:
 		default:
-			if pyTruthy(t) {
+			if yaml11.Truthy(t) {
 				p.warnf("%s: archive entry %d: type is %s, not a string; skipped", source, i, pyTypeName(t))
 				continue
 			}
@@ -740,10 +741,10 @@ func (p *processor) explodeArchive(part *mimePart, payload []byte) {
 		ent := newPart(ctype, []byte(content))
 		ent.origin = part.origin
 		if name, ok := entry["filename"]; ok {
-			ent.setFilename(pyStr(name))
+			ent.setFilename(pyfmt.Str(name))
 		}
 		if index, ok := entry["launch-index"]; ok {
-			ent.add("Launch-Index", pyStr(index))
+			ent.add("Launch-Index", pyfmt.Str(index))
 		}
 		keys := make([]string, 0, len(entry))
 		for k := range entry {
@@ -756,49 +757,12 @@ func (p *processor) explodeArchive(part *mimePart, payload []byte) {
 			}
 			value := ""
 			if entry[k] != nil {
-				value = pyStr(entry[k])
+				value = pyfmt.Str(entry[k])
 			}
 			ent.add(k, value)
 		}
 		p.attach(ent)
 	}
-}
-
-// pyStr is Python's str() of a YAML scalar.
-func pyStr(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return v
-	case bool:
-		if v {
-			return "True"
-		}
-		return "False"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case int:
-		return strconv.Itoa(v)
-	case float64:
-		switch {
-		case math.IsNaN(v):
-			return "nan"
-		case math.IsInf(v, 1):
-			return "inf"
-		case math.IsInf(v, -1):
-			return "-inf"
-		}
-		if exp := math.Floor(math.Log10(math.Abs(v))); v == 0 || exp >= -4 && exp < 16 {
-			s := strconv.FormatFloat(v, 'f', -1, 64)
-			if !strings.ContainsAny(s, ".") {
-				s += ".0"
-			}
-			return s
-		}
-		return strconv.FormatFloat(v, 'e', -1, 64)
-	}
-	return fmt.Sprint(v)
 }
 
 // pyTypeName names a YAML value's type as Python would, for messages.
@@ -820,24 +784,4 @@ func pyTypeName(v any) string {
 		return "a mapping"
 	}
 	return fmt.Sprintf("a %T", v)
-}
-
-func pyTruthy(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return v
-	case int64:
-		return v != 0
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	case []any:
-		return len(v) > 0
-	case map[string]any:
-		return len(v) > 0
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	//lint:ignore SA1019 existing DSA host keys are still reported, as ssh-keygen -l does
 	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/ed25519"

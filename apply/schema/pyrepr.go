@@ -3,12 +3,11 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 
+	"github.com/seedinit/seedinit/seed/pyfmt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -45,7 +44,7 @@ func (r *reprer) write(b *strings.Builder, v any, path string, depth int) {
 			b.WriteString("False")
 		}
 	case string:
-		b.WriteString(pyStringRepr(t))
+		pyfmt.WriteQuoted(b, t)
 	case timestamp:
 		b.WriteString(t.repr())
 	case int:
@@ -55,11 +54,11 @@ func (r *reprer) write(b *strings.Builder, v any, path string, depth int) {
 	case uint64:
 		b.WriteString(strconv.FormatUint(t, 10))
 	case float64:
-		b.WriteString(pyFloatRepr(t))
+		b.WriteString(pyfmt.Float(t))
 	case json.Number:
 		if strings.ContainsAny(string(t), ".eE") {
 			f, _ := t.Float64()
-			b.WriteString(pyFloatRepr(f))
+			b.WriteString(pyfmt.Float(f))
 		} else {
 			b.WriteString(string(t))
 		}
@@ -78,7 +77,7 @@ func (r *reprer) write(b *strings.Builder, v any, path string, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(pyStringRepr(k))
+			pyfmt.WriteQuoted(b, k)
 			b.WriteString(": ")
 			r.write(b, t[k], joinPath(path, k), depth+1)
 		}
@@ -89,7 +88,7 @@ func (r *reprer) write(b *strings.Builder, v any, path string, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(pyStringRepr(k))
+			pyfmt.WriteQuoted(b, k)
 			b.WriteString(": ")
 			r.write(b, t.values[k], "", depth+1)
 		}
@@ -136,57 +135,4 @@ func joinPath(prefix, elem string) string {
 		return elem
 	}
 	return prefix + "." + elem
-}
-
-// pyStringRepr quotes s as Python 3's repr(str) does.
-func pyStringRepr(s string) string {
-	quote := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(quote)
-	for _, c := range s {
-		switch {
-		case c == rune(quote) || c == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		case c < 0x7f:
-			b.WriteRune(c)
-		case !unicode.IsPrint(c) || c == 0xa0 || c == 0xad:
-			switch {
-			case c <= 0xff:
-				fmt.Fprintf(&b, `\x%02x`, c)
-			case c <= 0xffff:
-				fmt.Fprintf(&b, `\u%04x`, c)
-			default:
-				fmt.Fprintf(&b, `\U%08x`, c)
-			}
-		default:
-			b.WriteRune(c)
-		}
-	}
-	b.WriteByte(quote)
-	return b.String()
-}
-
-// pyFloatRepr is Python's repr(float).
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	return yaml11.FormatFloat(f)
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/seedinit/seedinit/seed/pyfmt"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -29,7 +30,7 @@ func (t timestamp) repr() string {
 		d, _ := strconv.Atoi(m[3])
 		return fmt.Sprintf("datetime.date(%d, %d, %d)", y, mo, d)
 	}
-	return "datetime.datetime(" + pyStringRepr(t.text) + ")"
+	return "datetime.datetime(" + pyfmt.Quote(t.text) + ")"
 }
 
 // markTimestamps replaces, in the loaded config, each plain scalar that

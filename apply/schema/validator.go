@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/seedinit/seedinit/seed/pyfmt"
 )
 
 // problem is one finding of the validator: where in the instance, what,
@@ -226,7 +228,7 @@ func (v *validator) keyword(kw string, val any, inst any, s *object, path []any,
 	case "format":
 		if f, _ := val.(string); f == "date" {
 			if str, ok := inst.(string); ok && !isISODate(str) {
-				return v.fail(path, "%s is not a %s", v.repr(inst, path), pyStringRepr(f))
+				return v.fail(path, "%s is not a %s", v.repr(inst, path), pyfmt.Quote(f))
 			}
 		}
 	case "required":
@@ -238,7 +240,7 @@ func (v *validator) keyword(kw string, val any, inst any, s *object, path []any,
 		for _, r := range asList(val) {
 			name, _ := r.(string)
 			if _, present := m[name]; !present {
-				out = append(out, problem{path: path, msg: pyStringRepr(name) + " is a required property"})
+				out = append(out, problem{path: path, msg: pyfmt.Quote(name) + " is a required property"})
 			}
 		}
 		return out
@@ -296,7 +298,7 @@ func (v *validator) keyword(kw string, val any, inst any, s *object, path []any,
 		sort.Strings(sorted)
 		reprs := make([]string, len(sorted))
 		for i, k := range sorted {
-			reprs[i] = pyStringRepr(k)
+			reprs[i] = pyfmt.Quote(k)
 		}
 		if pp, has := s.get("patternProperties"); has {
 			var pats []string
@@ -305,7 +307,7 @@ func (v *validator) keyword(kw string, val any, inst any, s *object, path []any,
 			}
 			sort.Strings(pats)
 			for i, p := range pats {
-				pats[i] = pyStringRepr(p)
+				pats[i] = pyfmt.Quote(p)
 			}
 			verb := "do"
 			if len(sorted) == 1 {
@@ -451,7 +453,7 @@ func (v *validator) keyword(kw string, val any, inst any, s *object, path []any,
 			return v.fail(path, "%v", err)
 		}
 		if !re.MatchString(str) {
-			return v.fail(path, "%s does not match %s", v.repr(inst, path), pyStringRepr(pat))
+			return v.fail(path, "%s does not match %s", v.repr(inst, path), pyfmt.Quote(pat))
 		}
 	case "uniqueItems":
 		list, ok := inst.([]any)
@@ -481,7 +483,7 @@ func (v *validator) keyword(kw string, val any, inst any, s *object, path []any,
 				for _, n := range names {
 					name, _ := n.(string)
 					if _, has := m[name]; !has {
-						out = append(out, problem{path: path, msg: fmt.Sprintf("%s is a dependency of %s", pyStringRepr(name), pyStringRepr(prop))})
+						out = append(out, problem{path: path, msg: fmt.Sprintf("%s is a dependency of %s", pyfmt.Quote(name), pyfmt.Quote(prop))})
 					}
 				}
 				continue

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 var openstackSubnetKeys = []string{
@@ -28,7 +30,7 @@ func NetworkDataJSON(data []byte, opts Options) (*model.Network, error) {
 	doc = fromJSON(doc)
 	m, ok := doc.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("decode network_data.json: expected an object, got a %s", typeName(doc))
+		return nil, fmt.Errorf("decode network_data.json: expected an object, got a %s", yaml11.Kind(doc))
 	}
 	config, errs := convertNetJSON(m, opts)
 	net, err := v1(map[string]any{"version": int64(1), "config": config}, opts)
@@ -105,7 +107,7 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			continue
 		}
-		id := pyStr(link["id"])
+		id := pyfmt.Str(link["id"])
 		if link["id"] == nil {
 			errs = append(errs, fmt.Errorf("%s: missing key \"id\"", where))
 			continue
@@ -120,21 +122,21 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 		}
 		cur := &linkInfo{}
 		if v, ok := cfg["name"]; ok {
-			cur.name = pyStr(v)
+			cur.name = pyfmt.Str(v)
 		}
-		if v := link["ethernet_mac_address"]; truthy(v) {
-			cur.mac = strings.ToLower(pyStr(v))
+		if v := link["ethernet_mac_address"]; yaml11.Truthy(v) {
+			cur.mac = strings.ToLower(pyfmt.Str(v))
 		}
 		var subnets []any
 		for ni, rawNet := range networks {
 			nw, ok := rawNet.(map[string]any)
 			if !ok {
 				if li == 0 {
-					errs = append(errs, fmt.Errorf("networks[%d]: expected an object, got a %s", ni, typeName(rawNet)))
+					errs = append(errs, fmt.Errorf("networks[%d]: expected an object, got a %s", ni, yaml11.Kind(rawNet)))
 				}
 				continue
 			}
-			if pyStr(nw["link"]) != id {
+			if pyfmt.Str(nw["link"]) != id {
 				continue
 			}
 			subnet := map[string]any{}
@@ -159,7 +161,7 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 				subnet["type"] = "static6"
 				subnet["address"] = nw["ip_address"]
 			default:
-				errs = append(errs, fmt.Errorf("networks[%d] (id %s): unknown type %q", ni, pyStr(nw["id"]), netType))
+				errs = append(errs, fmt.Errorf("networks[%d] (id %s): unknown type %q", ni, pyfmt.Str(nw["id"]), netType))
 				continue
 			}
 			if netType == "ipv6_dhcpv6-stateful" || netType == "ipv6_dhcp" {
@@ -196,8 +198,8 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 			cfg["name"] = name
 			cur.name = name
 		case "vlan":
-			parent := pyStr(link["vlan_link"])
-			vid := pyStr(link["vlan_id"])
+			parent := pyfmt.Str(link["vlan_link"])
+			vid := pyfmt.Str(link["vlan_id"])
 			if link["vlan_link"] == nil || link["vlan_id"] == nil {
 				errs = append(errs, fmt.Errorf("%s: a vlan link needs \"vlan_link\" and \"vlan_id\"", where))
 				continue
@@ -211,7 +213,7 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 				linkUpdate{cfg: cfg, key: "name", format: "%s." + vid, targets: []string{parent}, where: where})
 			cur.name = name
 			if v := link["vlan_mac_address"]; v != nil {
-				cur.mac = pyStr(v)
+				cur.mac = pyfmt.Str(v)
 			} else {
 				cur.mac = ""
 			}

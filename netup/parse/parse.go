@@ -13,10 +13,10 @@ import (
 	"errors"
 	"fmt"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
 	"github.com/seedinit/seedinit/seed/yaml11"
+	"go.yaml.in/yaml/v3"
 )
 
 // ErrDisabled is returned for "network: {config: disabled}": the user
@@ -42,12 +42,12 @@ func YAML(data []byte, opts Options) (*model.Network, error) {
 	order := keyOrders(data)
 	m, ok := doc.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("decode network config: expected a mapping, got a %s", typeName(doc))
+		return nil, fmt.Errorf("decode network config: expected a mapping, got a %s", yaml11.Kind(doc))
 	}
 	var path []string
 	if inner, ok := m["network"]; ok {
 		if m, ok = inner.(map[string]any); !ok {
-			return nil, fmt.Errorf("decode network config: key \"network\": expected a mapping, got a %s", typeName(inner))
+			return nil, fmt.Errorf("decode network config: key \"network\": expected a mapping, got a %s", yaml11.Kind(inner))
 		}
 		path = []string{"network"}
 	}
@@ -81,7 +81,7 @@ func config(m map[string]any, opts Options, order func(keys ...string) []string)
 	case nil:
 		return nil, errors.New("parse network config: missing key \"version\" (1 or 2)")
 	}
-	return nil, fmt.Errorf("parse network config: key \"version\": unsupported version %s (want 1 or 2)", pyStr(m["version"]))
+	return nil, fmt.Errorf("parse network config: key \"version\": unsupported version %s (want 1 or 2)", pyfmt.Str(m["version"]))
 }
 
 func v1(m map[string]any, opts Options) (*model.Network, error) {

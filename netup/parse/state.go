@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // interpreter builds a model.Network from v1 commands the way cloud-init's
@@ -55,7 +57,7 @@ func (in *interpreter) command(cmd map[string]any, where string) {
 		return
 	}
 	if name, ok := cmd["name"]; ok {
-		where = fmt.Sprintf("%s (%s %s)", where, typ, pyStr(name))
+		where = fmt.Sprintf("%s (%s %s)", where, typ, pyfmt.Str(name))
 	}
 	var err error
 	switch typ {
@@ -100,9 +102,9 @@ func nameOf(cmd map[string]any) (string, error) {
 		}
 		return v, nil
 	case int64, float64:
-		return pyStr(v), nil
+		return pyfmt.Str(v), nil
 	}
-	return "", fmt.Errorf("key \"name\": expected a string, got a %s", typeName(cmd["name"]))
+	return "", fmt.Errorf("key \"name\": expected a string, got a %s", yaml11.Kind(cmd["name"]))
 }
 
 // fixedKeys are the interface keys that handle_physical always rewrites,
@@ -118,7 +120,7 @@ func (in *interpreter) setParams(iface *model.Interface, params map[string]any) 
 		v := params[k]
 		switch {
 		case k == "driver":
-			iface.Driver = pyStr(v)
+			iface.Driver = pyfmt.Str(v)
 		case fixedKeys[k]:
 		default:
 			iface.SetParam(k, paramValue(v))
@@ -170,10 +172,10 @@ func (in *interpreter) physical(cmd map[string]any) error {
 	iface.Type, _ = cmd["type"].(string)
 	iface.MACAddress = ""
 	if mac, ok := cmd["mac_address"]; ok && mac != nil {
-		iface.MACAddress = pyStr(mac)
+		iface.MACAddress = pyfmt.Str(mac)
 	}
 	iface.MTU = 0
-	if mtu, ok := cmd["mtu"]; ok && truthy(mtu) {
+	if mtu, ok := cmd["mtu"]; ok && yaml11.Truthy(mtu) {
 		n, err := toInt(mtu)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("key \"mtu\": %w", err))
@@ -213,12 +215,12 @@ func (in *interpreter) vlan(cmd map[string]any) error {
 		return errors.Join(errs...)
 	}
 	if cmd["vlan_link"] != nil {
-		iface.VLANLink = pyStr(cmd["vlan_link"])
+		iface.VLANLink = pyfmt.Str(cmd["vlan_link"])
 	}
 	if cmd["vlan_id"] != nil {
 		id, err := toInt(cmd["vlan_id"])
 		if err != nil || id < 0 || id > 4094 {
-			errs = append(errs, fmt.Errorf("key \"vlan_id\": %v is not a VLAN id (0-4094)", pyStr(cmd["vlan_id"])))
+			errs = append(errs, fmt.Errorf("key \"vlan_id\": %v is not a VLAN id (0-4094)", pyfmt.Str(cmd["vlan_id"])))
 		} else {
 			iface.VLANID = id
 		}
@@ -291,13 +293,13 @@ func (in *interpreter) bridge(cmd map[string]any) error {
 	br.BridgePorts = ports
 	if v, ok := br.Param("bridge_stp"); ok {
 		if _, isBool := v.(bool); !isBool {
-			switch pyStr(v) {
+			switch pyfmt.Str(v) {
 			case "on", "1":
 				br.SetParam("bridge_stp", true)
 			case "off", "0":
 				br.SetParam("bridge_stp", false)
 			default:
-				errs = append(errs, fmt.Errorf("params.bridge_stp: cannot convert %q to a boolean", pyStr(v)))
+				errs = append(errs, fmt.Errorf("params.bridge_stp: cannot convert %q to a boolean", pyfmt.Str(v)))
 			}
 		}
 	}
@@ -335,7 +337,7 @@ func (in *interpreter) nameserver(cmd map[string]any, where string) error {
 		return err
 	}
 	if name, ok := cmd["interface"]; ok {
-		in.bindDNS(pyStr(name), where, dns)
+		in.bindDNS(pyfmt.Str(name), where, dns)
 		return nil
 	}
 	in.net.DNS.Nameservers = append(in.net.DNS.Nameservers, dns.Nameservers...)
@@ -395,8 +397,8 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 	}
 	s.Type = typ
 	str := func(key string) string {
-		if v := m[key]; truthy(v) {
-			return pyStr(v)
+		if v := m[key]; yaml11.Truthy(v) {
+			return pyfmt.Str(v)
 		}
 		return ""
 	}
@@ -405,11 +407,11 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 	s.Pointopoint = str("pointopoint")
 	s.Scope = str("scope")
 	s.Control = str("control")
-	s.IPv4 = truthy(m["ipv4"])
-	s.IPv6 = truthy(m["ipv6"])
+	s.IPv4 = yaml11.Truthy(m["ipv4"])
+	s.IPv6 = yaml11.Truthy(m["ipv6"])
 	var errs []error
 	for _, key := range []string{"metric", "mtu"} {
-		if v := m[key]; truthy(v) {
+		if v := m[key]; yaml11.Truthy(v) {
 			n, err := toInt(v)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("key %q: %w", key, err))
@@ -422,12 +424,12 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 			}
 		}
 	}
-	if v := m["dns_nameservers"]; truthy(v) {
+	if v := m["dns_nameservers"]; yaml11.Truthy(v) {
 		if s.DNSNameservers, err = splitList(v); err != nil {
 			errs = append(errs, fmt.Errorf("key \"dns_nameservers\": %w", err))
 		}
 	}
-	if v := m["dns_search"]; truthy(v) {
+	if v := m["dns_search"]; yaml11.Truthy(v) {
 		if s.DNSSearch, err = splitList(v); err != nil {
 			errs = append(errs, fmt.Errorf("key \"dns_search\": %w", err))
 		}
@@ -435,7 +437,7 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 	if typ == model.SubnetStatic || typ == model.SubnetStatic6 {
 		addrKey := ""
 		for _, k := range []string{"address", "ip_address"} {
-			if truthy(m[k]) {
+			if yaml11.Truthy(m[k]) {
 				addrKey = k
 				break
 			}
@@ -443,13 +445,13 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 		if addrKey == "" {
 			return s, errors.New("no address: neither \"address\" nor \"ip_address\" is set")
 		}
-		addr, prefix, netmask, err := normalizeNet(pyStr(m[addrKey]), m["prefix"], m["netmask"])
+		addr, prefix, netmask, err := normalizeNet(pyfmt.Str(m[addrKey]), m["prefix"], m["netmask"])
 		if err != nil {
 			return s, fmt.Errorf("key %q: %w", addrKey, err)
 		}
 		s.Address, s.Prefix, s.Netmask = addr, prefix, netmask
-	} else if v := m["address"]; truthy(v) {
-		s.Address = pyStr(v)
+	} else if v := m["address"]; yaml11.Truthy(v) {
+		s.Address = pyfmt.Str(v)
 	}
 	routes, err := asList(m["routes"])
 	if err != nil {
@@ -487,16 +489,16 @@ func normalizeNet(address string, prefix, netmask any) (addr string, pfx int, ma
 		} else {
 			pfx, err = model.IPv4MaskToPrefix(maskPart)
 		}
-	case truthy(prefix):
+	case yaml11.Truthy(prefix):
 		pfx, err = toInt(prefix)
 		if err == nil && (pfx < 0 || (ipv6 && pfx > 128) || (!ipv6 && pfx > 32)) {
 			err = fmt.Errorf("prefix %d out of range", pfx)
 		}
-	case truthy(netmask):
+	case yaml11.Truthy(netmask):
 		if ipv6 {
-			pfx, err = model.IPv6MaskToPrefix(pyStr(netmask))
+			pfx, err = model.IPv6MaskToPrefix(pyfmt.Str(netmask))
 		} else {
-			pfx, err = model.IPv4MaskToPrefix(pyStr(netmask))
+			pfx, err = model.IPv4MaskToPrefix(pyfmt.Str(netmask))
 		}
 	case ipv6:
 		pfx = 64
@@ -521,10 +523,10 @@ func normalizeRoute(m map[string]any) (model.Route, error) {
 	}
 	dest := ""
 	switch {
-	case present("destination") && truthy(m["destination"]):
-		dest = pyStr(m["destination"])
-	case present("network") && truthy(m["network"]):
-		dest = pyStr(m["network"])
+	case present("destination") && yaml11.Truthy(m["destination"]):
+		dest = pyfmt.Str(m["destination"])
+	case present("network") && yaml11.Truthy(m["network"]):
+		dest = pyfmt.Str(m["network"])
 	default:
 		return r, errors.New("no destination: neither \"network\" nor \"destination\" is set")
 	}
@@ -534,7 +536,7 @@ func normalizeRoute(m map[string]any) (model.Route, error) {
 	}
 	r.Network, r.Prefix, r.Netmask = addr, pfx, mask
 	if present("gateway") {
-		r.Gateway = pyStr(m["gateway"])
+		r.Gateway = pyfmt.Str(m["gateway"])
 	}
 	if present("metric") {
 		n, err := toInt(m["metric"])

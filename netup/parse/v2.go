@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // v2BondParams and v2BridgeParams map v2 parameter names to the v1 names
@@ -89,20 +91,20 @@ func (in *interpreter) ethernets(devices map[string]any, names []string) {
 		}
 		cmd := map[string]any{"type": model.TypePhysical}
 		mac := ""
-		if v := match["macaddress"]; truthy(v) {
-			mac = pyStr(v)
+		if v := match["macaddress"]; yaml11.Truthy(v) {
+			mac = pyfmt.Str(v)
 			cmd["mac_address"] = mac
 		}
 		name := eth
-		if setName := cfg["set-name"]; truthy(setName) {
-			name = pyStr(setName)
+		if setName := cfg["set-name"]; yaml11.Truthy(setName) {
+			name = pyfmt.Str(setName)
 		} else if mac != "" {
 			if found, ok := in.macs[strings.ToLower(mac)]; ok {
 				name = found
 			}
 		}
 		cmd["name"] = name
-		if driver := match["driver"]; truthy(driver) {
+		if driver := match["driver"]; yaml11.Truthy(driver) {
 			cmd["params"] = map[string]any{"driver": driver}
 		}
 		for _, key := range []string{"mtu", "wakeonlan", "accept-ra"} {
@@ -127,7 +129,7 @@ func (in *interpreter) ethernets(devices map[string]any, names []string) {
 // noteIPv6 marks the network as using IPv6 when a device asks for DHCPv6,
 // which cloud-init notes while converting the device.
 func (in *interpreter) noteIPv6(cfg map[string]any) {
-	if truthy(cfg["dhcp6"]) {
+	if yaml11.Truthy(cfg["dhcp6"]) {
 		in.net.UseIPv6 = true
 	}
 }
@@ -183,7 +185,7 @@ func (in *interpreter) bondsOrBridges(devices map[string]any, names []string, ty
 			v := params[k]
 			// netplan accepts both spellings; cloud-init keeps the right one.
 			if k == "gratuitious-arp" {
-				if !truthy(v) {
+				if !yaml11.Truthy(v) {
 					continue
 				}
 				k = "gratuitous-arp"
@@ -235,7 +237,7 @@ func v2Subnets(cfg map[string]any) ([]any, error) {
 	var subnets []any
 	var errs []error
 	for _, fam := range []string{"4", "6"} {
-		if !truthy(cfg["dhcp"+fam]) {
+		if !yaml11.Truthy(cfg["dhcp"+fam]) {
 			continue
 		}
 		s := map[string]any{"type": "dhcp" + fam}
@@ -262,7 +264,7 @@ func v2Subnets(cfg map[string]any) ([]any, error) {
 	for i, raw := range addresses {
 		addr, ok := raw.(string)
 		if !ok {
-			errs = append(errs, fmt.Errorf("addresses[%d]: expected a string, got a %s", i, typeName(raw)))
+			errs = append(errs, fmt.Errorf("addresses[%d]: expected a string, got a %s", i, yaml11.Kind(raw)))
 			continue
 		}
 		s := map[string]any{"type": "static", "address": addr}
@@ -276,10 +278,10 @@ func v2Subnets(cfg map[string]any) ([]any, error) {
 			s["gateway"] = gw
 		}
 		if hasNS && len(nameservers) == 0 {
-			if v := nsCfg["addresses"]; truthy(v) {
+			if v := nsCfg["addresses"]; yaml11.Truthy(v) {
 				nameservers["dns_nameservers"] = v
 			}
-			if v := nsCfg["search"]; truthy(v) {
+			if v := nsCfg["search"]; yaml11.Truthy(v) {
 				nameservers["dns_search"] = v
 			}
 			for k, v := range nameservers {
@@ -317,8 +319,8 @@ func (in *interpreter) v2Nameservers(section string, devices map[string]any, nam
 			continue
 		}
 		name := key
-		if v := cfg["set-name"]; truthy(v) {
-			name = pyStr(v)
+		if v := cfg["set-name"]; yaml11.Truthy(v) {
+			name = pyfmt.Str(v)
 		}
 		raw, ok := cfg["nameservers"]
 		if !ok {
@@ -345,8 +347,8 @@ func (in *interpreter) v2Nameservers(section string, devices map[string]any, nam
 			return
 		}
 		if match, ok := cfg["match"].(map[string]any); ok {
-			if mac := match["macaddress"]; truthy(mac) {
-				if found, ok := in.macs[strings.ToLower(pyStr(mac))]; ok {
+			if mac := match["macaddress"]; yaml11.Truthy(mac) {
+				if found, ok := in.macs[strings.ToLower(pyfmt.Str(mac))]; ok {
 					name = found
 				}
 			}

@@ -7,63 +7,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seedinit/seedinit/seed/pyfmt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
-
-// pyStr spells a decoded scalar as Python's str() would, because
-// cloud-init writes values into files with str() or "%s".
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return yaml11.FormatFloat(x)
-	}
-	return fmt.Sprint(v)
-}
-
-// truthy is Python's bool() of a decoded value.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case bool:
-		return x
-	case int64:
-		return x != 0
-	case int:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case []string:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
-}
 
 // isTrue is cloud-init's util.is_true.
 func isTrue(v any) bool {
 	if b, ok := v.(bool); ok {
 		return b
 	}
-	switch strings.ToLower(strings.TrimSpace(pyStr(v))) {
+	switch strings.ToLower(strings.TrimSpace(pyfmt.Str(v))) {
 	case "true", "1", "on", "yes":
 		return true
 	}
@@ -87,7 +40,7 @@ func toInt(v any) (int, error) {
 		return 0, nil
 	case float64:
 		if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
-			return 0, fmt.Errorf("%s is not an integer", pyStr(x))
+			return 0, fmt.Errorf("%s is not an integer", pyfmt.Str(x))
 		}
 		return int(x), nil
 	case string:
@@ -97,27 +50,7 @@ func toInt(v any) (int, error) {
 		}
 		return n, nil
 	}
-	return 0, fmt.Errorf("a %s is not an integer", typeName(v))
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int64, int:
-		return "integer"
-	case float64:
-		return "number"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "mapping"
-	}
-	return fmt.Sprintf("%T", v)
+	return 0, fmt.Errorf("a %s is not an integer", yaml11.Kind(v))
 }
 
 // asMap returns v as a mapping; nil is an empty mapping.
@@ -128,7 +61,7 @@ func asMap(v any) (map[string]any, error) {
 	case map[string]any:
 		return x, nil
 	}
-	return nil, fmt.Errorf("expected a mapping, got a %s", typeName(v))
+	return nil, fmt.Errorf("expected a mapping, got a %s", yaml11.Kind(v))
 }
 
 // asList returns v as a list; nil is an empty list.
@@ -139,7 +72,7 @@ func asList(v any) ([]any, error) {
 	case []any:
 		return x, nil
 	}
-	return nil, fmt.Errorf("expected a list, got a %s", typeName(v))
+	return nil, fmt.Errorf("expected a list, got a %s", yaml11.Kind(v))
 }
 
 // scalarList turns a scalar or a list of scalars into strings: one
@@ -153,9 +86,9 @@ func scalarList(v any) ([]string, error) {
 		for i, item := range x {
 			switch item.(type) {
 			case []any, map[string]any:
-				return nil, fmt.Errorf("item %d: expected a scalar, got a %s", i, typeName(item))
+				return nil, fmt.Errorf("item %d: expected a scalar, got a %s", i, yaml11.Kind(item))
 			}
-			out = append(out, pyStr(item))
+			out = append(out, pyfmt.Str(item))
 		}
 		return out, nil
 	case []string:
@@ -163,7 +96,7 @@ func scalarList(v any) ([]string, error) {
 	case map[string]any:
 		return nil, fmt.Errorf("expected a list, got a mapping")
 	}
-	return []string{pyStr(v)}, nil
+	return []string{pyfmt.Str(v)}, nil
 }
 
 // splitList is scalarList, except that a string is split on whitespace,
@@ -181,7 +114,7 @@ func paramValue(v any) any {
 	case []any:
 		out := make([]string, 0, len(x))
 		for _, item := range x {
-			out = append(out, pyStr(item))
+			out = append(out, pyfmt.Str(item))
 		}
 		return out
 	case int:

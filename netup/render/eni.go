@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // eniTypeOrder puts NICs before the bonds, bridges and VLANs built on
@@ -212,7 +214,7 @@ func eniAttrs(iface *model.Interface, st eniState, subnetMTU int) []string {
 				value = "on"
 			}
 		}
-		if !truthy(value) {
+		if !yaml11.Truthy(value) {
 			return
 		}
 		if eniMultilineKeys[key] {
@@ -238,7 +240,7 @@ func eniAttrs(iface *model.Interface, st eniState, subnetMTU int) []string {
 		if list, ok := value.([]string); ok {
 			value = strings.Join(list, " ")
 		}
-		lines = append(lines, "    "+key+" "+pyStr(value))
+		lines = append(lines, "    "+key+" "+pyfmt.Str(value))
 	}
 	switch iface.Type {
 	case model.TypeBond, model.TypeBridge, model.TypeInfiniband, model.TypeVLAN:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
 )
 
 // networkdUnit collects one .network file's sections the way cloud-init's
@@ -158,7 +159,7 @@ func networkdUnitFor(n *model.Network, iface *model.Interface) *networkdUnit {
 	}
 	u.set("Network", "DHCP", dhcp)
 	if (dhcp == "ipv6" || dhcp == "yes") && iface.AcceptRA != nil {
-		u.set("Network", "IPv6AcceptRA", pyStr(*iface.AcceptRA))
+		u.set("Network", "IPv6AcceptRA", pyfmt.Str(*iface.AcceptRA))
 	}
 
 	switch {
@@ -201,7 +202,7 @@ func networkdDHCPOverrides(n *model.Network, iface *model.Interface, dhcp string
 	sort.Strings(keys)
 	for _, devName := range keys {
 		if cfg, ok := ethernets[devName].(map[string]any); ok {
-			if setName, ok := cfg["set-name"]; ok && pyStr(setName) == name {
+			if setName, ok := cfg["set-name"]; ok && pyfmt.Str(setName) == name {
 				name = devName
 				break
 			}
@@ -217,7 +218,7 @@ func networkdDHCPOverrides(n *model.Network, iface *model.Interface, dhcp string
 			continue
 		}
 		value := "no"
-		switch strings.ToLower(pyStr(v)) {
+		switch strings.ToLower(pyfmt.Str(v)) {
 		case "true", "1", "on", "yes":
 			value = "yes"
 		}
@@ -241,7 +242,7 @@ func networkdDHCPOverrides(n *model.Network, iface *model.Interface, dhcp string
 		}
 		for _, o := range list {
 			if v, ok := overrides[o.option]; ok {
-				u.set("DHCPv"+version, o.key, pyStr(v))
+				u.set("DHCPv"+version, o.key, pyfmt.Str(v))
 			}
 		}
 	}

@@ -11,11 +11,9 @@ package render
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // Files maps a path relative to the target root to its contents.
@@ -40,64 +38,6 @@ const DebianHeader = `# This file is generated from information provided by the 
 # /etc/cloud/cloud.cfg.d/99-disable-network-config.cfg with the following:
 # network: {config: disabled}
 `
-
-// pyStr spells a value as Python's str() does, because cloud-init's
-// renderers format values with "%s".
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return yaml11.FormatFloat(x)
-	case []string:
-		return "[" + strings.Join(quoteAll(x), ", ") + "]"
-	}
-	return fmt.Sprint(v)
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = "'" + s + "'"
-	}
-	return out
-}
-
-// truthy is Python's bool() of a value.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case bool:
-		return x
-	case int:
-		return x != 0
-	case int64:
-		return x != 0
-	case float64:
-		return x != 0
-	case []string:
-		return len(x) > 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
-}
 
 // udevRules is cloud-init's 70-persistent-net.rules: one rule per NIC
 // with a MAC, naming it.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/seed/pyfmt"
 )
 
 func sysconfigHeader(sep string) string {
@@ -52,7 +53,7 @@ func (m sysconfigMap) String() string {
 				s = "yes"
 			}
 		default:
-			s = pyStr(v)
+			s = pyfmt.Str(v)
 		}
 		fmt.Fprintf(&b, "%s=%s\n", k, sysconfigQuote(s))
 	}
@@ -84,10 +85,10 @@ func (r *sysconfigRoutes) render(proto, dev string) string {
 	reindex := -1
 	for _, k := range keys {
 		index := strings.Replace(k, "ADDRESS", "", 1)
-		addr := pyStr(r.conf[k])
+		addr := pyfmt.Str(r.conf[k])
 		gw := ""
 		if v, ok := r.conf["GATEWAY"+index]; ok {
-			gw = pyStr(v)
+			gw = pyfmt.Str(v)
 		}
 		metric, hasMetric := r.conf["METRIC"+index]
 		isV6 := strings.Contains(addr, ":")
@@ -96,16 +97,16 @@ func (r *sysconfigRoutes) render(proto, dev string) string {
 			reindex++
 			fmt.Fprintf(&b, "ADDRESS%d=%s\n", reindex, sysconfigQuote(addr))
 			fmt.Fprintf(&b, "GATEWAY%d=%s\n", reindex, sysconfigQuote(gw))
-			fmt.Fprintf(&b, "NETMASK%d=%s\n", reindex, sysconfigQuote(pyStr(r.conf["NETMASK"+index])))
+			fmt.Fprintf(&b, "NETMASK%d=%s\n", reindex, sysconfigQuote(pyfmt.Str(r.conf["NETMASK"+index])))
 			if hasMetric {
-				fmt.Fprintf(&b, "METRIC%d=%s\n", reindex, sysconfigQuote(pyStr(metric)))
+				fmt.Fprintf(&b, "METRIC%d=%s\n", reindex, sysconfigQuote(pyfmt.Str(metric)))
 			}
 		case proto == "ipv6" && isV6:
 			m := ""
 			if hasMetric {
-				m = "metric " + pyStr(metric)
+				m = "metric " + pyfmt.Str(metric)
 			}
-			fmt.Fprintf(&b, "%s/%s via %s %s dev %s\n", addr, pyStr(r.conf["PREFIX"+index]), gw, m, dev)
+			fmt.Fprintf(&b, "%s/%s via %s %s dev %s\n", addr, pyfmt.Str(r.conf["PREFIX"+index]), gw, m, dev)
 		}
 	}
 	return b.String()
@@ -270,7 +271,7 @@ func bondingOpts(iface *model.Interface) string {
 	for _, t := range bondOptionTemplates {
 		for _, key := range []string{t[0], strings.ReplaceAll(t[0], "_", "-")} {
 			if v, ok := iface.Param(key); ok {
-				s := pyStr(v)
+				s := pyfmt.Str(v)
 				if list, isList := v.([]string); isList {
 					s = strings.Join(list, " ")
 				}
@@ -355,7 +356,7 @@ func sysconfigSubnets(si *sysconfigIface, subnets []model.Subnet, hasDefault boo
 			case 1:
 				cfg["IPV6ADDR_SECONDARIES"] = cidr
 			default:
-				cfg["IPV6ADDR_SECONDARIES"] = pyStr(cfg["IPV6ADDR_SECONDARIES"]) + " " + cidr
+				cfg["IPV6ADDR_SECONDARIES"] = pyfmt.Str(cfg["IPV6ADDR_SECONDARIES"]) + " " + cidr
 			}
 		} else {
 			v4++

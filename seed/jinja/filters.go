@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/seedinit/seedinit/seed/pyfmt"
 )
 
 type filterFunc func(r *renderer, v value, args []value, kwargs map[string]value) (value, error)
@@ -692,7 +694,7 @@ func writeJSON(r *renderer, b *strings.Builder, v value, hasIndent bool, indent 
 		case math.IsInf(x, -1):
 			b.WriteString("-Infinity")
 		default:
-			b.WriteString(formatFloat(x))
+			b.WriteString(pyfmt.Float(x))
 		}
 	case string:
 		writeJSONString(b, x)
@@ -793,7 +795,7 @@ func sortedJSONKeys(r *renderer, d *pyDict) ([]jsonKey, error) {
 		case int64:
 			text = strconv.FormatInt(k, 10)
 		case float64:
-			text = formatFloat(k)
+			text = pyfmt.Float(k)
 		default:
 			return nil, fmt.Errorf("keys must be str, int, float, bool or None, not %s", typeName(k))
 		}

@@ -295,21 +295,3 @@ func TestAppendDoesNotLeakIntoAliases(t *testing.T) {
 		t.Errorf("caller's vars changed (-want +got):\n%s", diff)
 	}
 }
-
-func TestFormatFloat(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{1, "1.0"}, {0.1, "0.1"}, {1e16, "1e+16"}, {1e15, "1000000000000000.0"},
-		{0.0001, "0.0001"}, {0.00001, "1e-05"}, {-2.5, "-2.5"}, {1.5e-7, "1.5e-07"},
-		{123456789.123, "123456789.123"}, {1e300, "1e+300"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.want, func(t *testing.T) {
-			if got := formatFloat(tc.in); got != tc.want {
-				t.Errorf("formatFloat(%v) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
-}

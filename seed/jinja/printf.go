@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/seedinit/seedinit/seed/pyfmt"
 )
 
 // printf is Python's "format % args" for the common conversions
@@ -173,7 +175,7 @@ func formatOne(verb byte, flags, width, precision string, v value) (string, erro
 		}
 		f := asFloat(n)
 		if math.IsInf(f, 0) || math.IsNaN(f) {
-			s := formatFloat(f)
+			s := pyfmt.Float(f)
 			if verb == 'F' || verb == 'E' || verb == 'G' {
 				s = strings.ToUpper(s)
 			}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/seedinit/seedinit/seed/pyfmt"
 )
 
 // Values inside the renderer mirror the Python objects Jinja2 works on:
@@ -333,9 +333,9 @@ func writeRepr(b *strings.Builder, v value, open []value) error {
 	case int64:
 		b.WriteString(strconv.FormatInt(v, 10))
 	case float64:
-		b.WriteString(formatFloat(v))
+		b.WriteString(pyfmt.Float(v))
 	case string:
-		writeStringRepr(b, v)
+		pyfmt.WriteQuoted(b, v)
 	case *pyList:
 		if slices.Contains(open, value(v)) {
 			b.WriteString("[...]")
@@ -418,99 +418,4 @@ func writeListRepr(b *strings.Builder, l *pyList, open []value) error {
 	}
 	b.WriteString(closing)
 	return nil
-}
-
-// writeStringRepr quotes like Python's repr(str): single quotes unless the
-// text holds a single quote and no double quote.
-func writeStringRepr(b *strings.Builder, s string) {
-	quote := byte('\'')
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		quote = '"'
-	}
-	b.WriteByte(quote)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			// Not valid UTF-8: Python would have refused the text earlier;
-			// show the byte the way a surrogate escape would.
-			fmt.Fprintf(b, "\\udc%02x", s[i])
-			i++
-			continue
-		}
-		i += size
-		switch {
-		case r == rune(quote) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < ' ' || r == 0x7f:
-			fmt.Fprintf(b, "\\x%02x", r)
-		case r < 0x80 || pyPrintable(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(b, "\\x%02x", r)
-		case r < 0x10000:
-			fmt.Fprintf(b, "\\u%04x", r)
-		default:
-			fmt.Fprintf(b, "\\U%08x", r)
-		}
-	}
-	b.WriteByte(quote)
-}
-
-// pyPrintable approximates Python's str.isprintable for one character:
-// everything but control, format, surrogate, private-use, unassigned and
-// separator characters (the ASCII space aside).
-func pyPrintable(r rune) bool {
-	if r == ' ' {
-		return true
-	}
-	return unicode.IsPrint(r) && !unicode.Is(unicode.Co, r)
-}
-
-// formatFloat is Python's repr(float): the shortest text that reads back
-// the same, in exponent form below 1e-4 and from 1e16 up.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	sci := strconv.FormatFloat(f, 'e', -1, 64)
-	sign := ""
-	if sci[0] == '-' {
-		sign, sci = "-", sci[1:]
-	}
-	mantissa, expText, _ := strings.Cut(sci, "e")
-	exp, _ := strconv.Atoi(expText)
-	digits := strings.Replace(mantissa, ".", "", 1)
-	// decpt is where the decimal point goes relative to the digits.
-	decpt := exp + 1
-	if decpt > 16 || decpt < -3 {
-		out := digits[:1]
-		if len(digits) > 1 {
-			out += "." + digits[1:]
-		}
-		expSign := "+"
-		if exp < 0 {
-			expSign, exp = "-", -exp
-		}
-		return fmt.Sprintf("%s%se%s%02d", sign, out, expSign, exp)
-	}
-	switch {
-	case decpt <= 0:
-		return sign + "0." + strings.Repeat("0", -decpt) + digits
-	case decpt >= len(digits):
-		return sign + digits + strings.Repeat("0", decpt-len(digits)) + ".0"
-	default:
-		return sign + digits[:decpt] + "." + digits[decpt:]
-	}
 }

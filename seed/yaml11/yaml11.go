@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seedinit/seedinit/seed/pyfmt"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -374,7 +375,8 @@ func keyString(k any) (string, error) {
 	return "", fmt.Errorf("a %T cannot be a mapping key", k)
 }
 
-// FormatFloat spells a float as Python's repr/json.dumps do.
+// FormatFloat spells a float as Python's json.dumps does: repr's digits,
+// with JSON's names for the values that are not finite.
 func FormatFloat(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
@@ -384,18 +386,7 @@ func FormatFloat(f float64) string {
 	case math.IsNaN(f):
 		return "NaN"
 	}
-	// Python's repr uses the exponent form below 1e-4 and from 1e16 on;
-	// Go's shortest 'g' switches at other points.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if f != 0 && (exp < -4 || exp >= 16) {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
+	return pyfmt.Float(f)
 }
 
 var (
