@@ -6,15 +6,20 @@ BIN     := bin/seedinit
 LDFLAGS := -s -w -X github.com/seedinit/seedinit/apply.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: help build test test-go e2e lint demo clean fuzz bench bench-cloudinit
+.PHONY: help build test deps test-go e2e lint demo clean fuzz bench bench-cloudinit
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build the static binary bin/seedinit
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/seedinit
 
-test: lint test-go e2e ## run every test (tests that need root, cloud-init or QEMU skip with a reason when they cannot run)
+test: deps lint test-go e2e ## install what the tests need (as root), then run every test; tests that cannot run say why
+
+deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; idempotent)
+	@scripts/install-deps || echo "deps: not all test dependencies could be installed; their tests will skip"
+	@scripts/fetch-kernel >/dev/null || echo "deps: no Debian kernel; the QEMU tests will skip"
+	@scripts/ec2-mock >/dev/null || echo "deps: no EC2 metadata mock; its tests will skip"
 
 test-go:
 	$(GO) test -count=1 ./...

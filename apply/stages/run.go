@@ -222,9 +222,11 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		}
 		// The module's files are made durable before its semaphore is
 		// written, so that after a power cut either both are there or the
-		// module runs again.
-		if err := opts.Root.Sync(); err != nil {
-			env.Log.Warn("sync", "error", err.Error())
+		// module runs again. A module that wrote nothing needs no flush.
+		if len(mr.Changes) > 0 {
+			if err := opts.Root.Sync(); err != nil {
+				env.Log.Warn("sync", "error", err.Error())
+			}
 		}
 		// Like cloud-init, a module that ran (even if it failed) is not run
 		// again for the same instance; one that could not act, or was cut
