@@ -9,23 +9,9 @@ import (
 	"hash"
 	"strings"
 	"unicode/utf8"
-)
 
-// validKeyTypes are the key types cloud-init's ssh_util accepts in an
-// authorized_keys line (OpenSSH's, minus signature-only names, plus the
-// legacy short names).
-var validKeyTypes = map[string]bool{
-	"dsa": true, "rsa": true, "ecdsa": true, "ed25519": true,
-	"ecdsa-sha2-nistp256-cert-v01@openssh.com": true, "ecdsa-sha2-nistp256": true,
-	"ecdsa-sha2-nistp384-cert-v01@openssh.com": true, "ecdsa-sha2-nistp384": true,
-	"ecdsa-sha2-nistp521-cert-v01@openssh.com": true, "ecdsa-sha2-nistp521": true,
-	"sk-ecdsa-sha2-nistp256-cert-v01@openssh.com": true, "sk-ecdsa-sha2-nistp256@openssh.com": true,
-	"sk-ssh-ed25519-cert-v01@openssh.com": true, "sk-ssh-ed25519@openssh.com": true,
-	"ssh-dss-cert-v01@openssh.com": true, "ssh-dss": true,
-	"ssh-ed25519-cert-v01@openssh.com": true, "ssh-ed25519": true,
-	"ssh-rsa-cert-v01@openssh.com": true, "ssh-rsa": true,
-	"ssh-xmss-cert-v01@openssh.com": true, "ssh-xmss@openssh.com": true,
-}
+	"github.com/seedinit/seedinit/apply/users"
+)
 
 // AuthorizedKey is one authorized_keys line split as cloud-init's
 // AuthKeyLineParser splits it. A line that is not a key (comment, blank,
@@ -42,59 +28,11 @@ type AuthorizedKey struct {
 func (k AuthorizedKey) Valid() bool { return k.Type != "" && k.Base64 != "" }
 
 // ParseAuthorizedKey splits an authorized_keys line into options, key
-// type, base64 blob and comment, the way sshd reads it: the type must be
-// one OpenSSH knows, and anything before it (up to the first blank outside
-// double quotes) is options.
+// type, base64 blob and comment with apply/users' parser, the one that
+// writes the files.
 func ParseAuthorizedKey(line string) AuthorizedKey {
-	src := line
-	line = strings.TrimRight(line, "\r\n")
-	if strings.HasPrefix(line, "#") || strings.TrimFunc(line, pySpace) == "" {
-		return AuthorizedKey{Source: src}
-	}
-	entry := strings.TrimFunc(line, pySpace)
-	if typ, b64, comment, ok := splitKeyFields(entry); ok {
-		return AuthorizedKey{Source: src, Type: typ, Base64: b64, Comment: comment}
-	}
-	options, rest := splitKeyOptions(entry)
-	if typ, b64, comment, ok := splitKeyFields(rest); ok {
-		return AuthorizedKey{Source: src, Options: options, Type: typ, Base64: b64, Comment: comment}
-	}
-	return AuthorizedKey{Source: src}
-}
-
-// splitKeyFields is "type base64 [comment]" with a known type.
-func splitKeyFields(s string) (typ, b64, comment string, ok bool) {
-	typ, rest, found := cutSpace(strings.TrimLeftFunc(s, pySpace))
-	if !found || !validKeyTypes[typ] {
-		return "", "", "", false
-	}
-	b64, comment, _ = cutSpace(rest)
-	if b64 == "" {
-		return "", "", "", false
-	}
-	return typ, b64, comment, true
-}
-
-// splitKeyOptions takes the options off the front of an entry: everything
-// up to the first space or tab that is not inside double quotes (a
-// backslash escapes a quote).
-func splitKeyOptions(entry string) (options, rest string) {
-	quoted := false
-	i := 0
-	for i < len(entry) && (quoted || (entry[i] != ' ' && entry[i] != '\t')) {
-		if i+1 >= len(entry) {
-			i++
-			break
-		}
-		switch {
-		case entry[i] == '\\' && entry[i+1] == '"':
-			i++
-		case entry[i] == '"':
-			quoted = !quoted
-		}
-		i++
-	}
-	return entry[:i], strings.TrimLeftFunc(entry[i:], pySpace)
+	l := users.ParseAuthKeyLine(line, "")
+	return AuthorizedKey{Source: l.Source, Options: l.Options, Type: l.KeyType, Base64: l.Base64, Comment: l.Comment}
 }
 
 // KeyFingerprint is one row of cloud-init's authorized keys table.
@@ -113,7 +51,7 @@ func Fingerprints(pubkeyLines []string, hashName string) []KeyFingerprint {
 	var rows []KeyFingerprint
 	for _, line := range pubkeyLines {
 		k := ParseAuthorizedKey(line)
-		if !k.Valid() || !validKeyTypes[strings.ToLower(strings.TrimFunc(k.Type, pySpace))] {
+		if !k.Valid() || !users.ValidKeyType(strings.ToLower(strings.TrimFunc(k.Type, pySpace))) {
 			continue
 		}
 		rows = append(rows, KeyFingerprint{

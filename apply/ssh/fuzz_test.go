@@ -3,6 +3,8 @@ package ssh
 import (
 	"strings"
 	"testing"
+
+	"github.com/seedinit/seedinit/apply/users"
 )
 
 func FuzzOpenSSHKeyComment(f *testing.F) {
@@ -71,7 +73,7 @@ func FuzzParseAuthorizedKey(f *testing.F) {
 		if k.Source != line {
 			t.Errorf("Source %q, want the line", k.Source)
 		}
-		if k.Valid() && !validKeyTypes[k.Type] {
+		if k.Valid() && !users.ValidKeyType(k.Type) {
 			t.Errorf("type %q accepted", k.Type)
 		}
 		_ = FingerprintTable("u", "/f", []string{line}, "sha256")

@@ -37,6 +37,10 @@ var validKeyTypes = map[string]bool{
 	"ssh-xmss-cert-v01@openssh.com": true, "ssh-xmss@openssh.com": true,
 }
 
+// ValidKeyType reports whether t is a key type cloud-init accepts in an
+// authorized_keys line.
+func ValidKeyType(t string) bool { return validKeyTypes[t] }
+
 // AuthKeyLine is one line of an authorized_keys file. A line that is not
 // a key (comment, blank, unparsable) has only Source and is written back
 // as it was.

@@ -217,6 +217,9 @@ type DB struct {
 	passwd, shadow, group, gshadow *table
 	// now is the clock for "last password change" days.
 	now func() time.Time
+	// subIDs are /etc/subuid and /etc/subgid, where useradd grants new
+	// users their ranges.
+	subIDs *subIDs
 }
 
 // Open reads the four database files and the useradd policy of root. A
@@ -248,6 +251,9 @@ func Open(root *target.Root) (*DB, error) {
 		db.shadow.exists, db.gshadow.exists = true, true
 	}
 	db.passwd.exists, db.group.exists = true, true
+	if db.subIDs, err = openSubIDs(root); err != nil {
+		return nil, err
+	}
 	shadowOwner := target.Owner{UID: 0, GID: 0}
 	shadowMode := fs.FileMode(0o600)
 	if g := db.group.find("shadow"); g != nil {
@@ -316,6 +322,7 @@ func (db *DB) Save() error {
 		}
 		t.original, t.changed = data, false
 	}
+	errs = append(errs, db.subIDs.save(db.root))
 	return errors.Join(errs...)
 }
 
@@ -506,7 +513,14 @@ func (db *DB) addGroup(name string, gid int, system bool, preferred int) (Group,
 		if system {
 			lo, hi = db.Policy.SysGIDMin, db.Policy.SysGIDMax
 		}
-		if preferred >= lo && preferred <= hi && !used[preferred] {
+		// useradd lets a system user's own group take the uid's number
+		// below SYS_GID_MIN (find_new_gid's "preferred_min" of 1); a
+		// regular group keeps to GID_MIN-GID_MAX.
+		preferredMin := lo
+		if system {
+			preferredMin = 1
+		}
+		if preferred >= preferredMin && preferred <= hi && !used[preferred] {
 			gid = preferred
 		} else {
 			var err error
@@ -628,6 +642,12 @@ func (db *DB) AddUser(u NewUser) (Passwd, error) {
 	} else if usedUIDs[uid] {
 		return fail(fmt.Errorf("uid %d is in use", uid))
 	}
+	// Planned before anything changes: useradd creates no user it cannot
+	// grant subordinate ids to.
+	grant, err := db.subIDs.plan(u.System, u.UID, db.Policy)
+	if err != nil {
+		return fail(err)
+	}
 
 	gid := db.Policy.DefaultGroup
 	switch {
@@ -674,17 +694,23 @@ func (db *DB) AddUser(u NewUser) (Passwd, error) {
 		if u.Inactive != nil {
 			inactive = *u.Inactive
 		}
-		minDays, maxDays, warn := "", "", ""
+		// useradd -r leaves a system account without ageing, inactivity
+		// or expiry, even when -e or -f were given.
+		minDays, maxDays, warn, inactiveDays := "", "", "", ""
 		if !u.System {
 			minDays, maxDays, warn = optionalDays(db.Policy.PassMinDays), optionalDays(db.Policy.PassMaxDays), optionalDays(db.Policy.PassWarnAge)
+			inactiveDays = optionalDays(inactive)
+		} else {
+			expire = ""
 		}
-		db.shadow.add([]string{u.Name, password, db.today(), minDays, maxDays, warn, optionalDays(inactive), expire, ""})
+		db.shadow.add([]string{u.Name, password, db.today(), minDays, maxDays, warn, inactiveDays, expire, ""})
 	}
 	for _, g := range u.Groups {
 		if _, err := db.AddGroupMember(g, u.Name); err != nil {
 			return fail(err)
 		}
 	}
+	db.subIDs.commit(u.Name, grant)
 	return p, nil
 }
 

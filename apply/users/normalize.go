@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // userEntry is one user after cloud-init's normalize_users_groups: its
@@ -138,7 +139,7 @@ func defaultUserConfig(cfg apply.Config) (map[string]any, error) {
 func normalizeUsersGroups(cfg apply.Config, warn func(string, ...any)) ([]userEntry, []groupEntry, []error) {
 	var errs []error
 	oldUser := map[string]any{}
-	if v, ok := cfg["user"]; ok && truthy(v) {
+	if v, ok := cfg["user"]; ok && yaml11.Truthy(v) {
 		switch u := v.(type) {
 		case string:
 			oldUser = map[string]any{"name": u}
@@ -200,30 +201,6 @@ func normalizeUsersGroups(cfg apply.Config, warn func(string, ...any)) ([]userEn
 	}
 	users, userErrs := normalizeUsers(baseUsers, givenItems, defaultUser, warn)
 	return users, groups, append(errs, userErrs...)
-}
-
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case bool:
-		return x
-	case int64:
-		return x != 0
-	case int:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	case apply.Config:
-		return len(x) > 0
-	}
-	return true
 }
 
 // normalizeGroups is _normalize_groups: a comma string, a list of names

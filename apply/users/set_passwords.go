@@ -9,6 +9,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 func init() {
@@ -123,7 +124,7 @@ func chpasswdUsers(env *apply.Env, chpasswd apply.Config) ([]passwordChange, []e
 			changes = append(changes, c)
 		}
 	}
-	if v, ok := chpasswd["list"]; ok && truthy(v) {
+	if v, ok := chpasswd["list"]; ok && yaml11.Truthy(v) {
 		env.Warn("DEPRECATED: chpasswd: 'list' is deprecated; use 'users'")
 		var lines []string
 		switch l := v.(type) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 func init() {
@@ -183,12 +184,12 @@ func planUser(env *apply.Env, u userEntry, defaultName string, cloudKeys []strin
 	}
 	var noH, needH []string
 	for _, k := range noHome {
-		if truthy(c[k]) {
+		if yaml11.Truthy(c[k]) {
 			noH = append(noH, k)
 		}
 	}
 	for _, k := range needHome {
-		if truthy(c[k]) {
+		if yaml11.Truthy(c[k]) {
 			needH = append(needH, k)
 		}
 	}
@@ -260,7 +261,7 @@ func planUser(env *apply.Env, u userEntry, defaultName string, cloudKeys []strin
 		case v == nil:
 		case v == false:
 			env.Warn("DEPRECATED: %s: 'sudo: false' will be dropped after April 2027; use null", u.label())
-		case !truthy(v):
+		case !yaml11.Truthy(v):
 		default:
 			rules, err := SudoRules(v)
 			if err != nil {
@@ -297,7 +298,7 @@ func planUser(env *apply.Env, u userEntry, defaultName string, cloudKeys []strin
 		}
 	}
 
-	if v, ok := c["ssh_redirect_user"]; ok && truthy(v) {
+	if v, ok := c["ssh_redirect_user"]; ok && yaml11.Truthy(v) {
 		if c.Has("ssh_authorized_keys") || c.Has("ssh_import_id") {
 			errs = append(errs, errors.New("ssh_redirect_user cannot be given with ssh_import_id or ssh_authorized_keys"))
 		} else if v != true && v != "default" {
