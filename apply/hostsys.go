@@ -13,6 +13,12 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 )
 
+// ProcessStarter starts a child and forgets it after its Wait.
+type ProcessStarter interface {
+	Start(*exec.Cmd) error
+	Done(*exec.Cmd)
+}
+
 // HostSystem is the real System: it changes the running kernel's state when
 // the target is "/" and runs commands chrooted into any other target.
 type HostSystem struct {
@@ -21,15 +27,18 @@ type HostSystem struct {
 	// (PID 1 working on /sysroot): the kernel's state is the target's even
 	// though the target is not "/" yet.
 	Booting bool
+	// Procs, when set, starts and forgets children: PID 1's reaper, so
+	// that it never reaps a command before that command's Wait does.
+	Procs ProcessStarter
 
 	pendingPower *PowerRequest
 }
 
 // Live reports whether the kernel's state belongs to the target.
-func (h HostSystem) Live() bool { return h.Booting || h.Root.IsHostRoot() }
+func (h *HostSystem) Live() bool { return h.Booting || h.Root.IsHostRoot() }
 
 // SetHostname sets the kernel's hostname; refused for another root.
-func (h HostSystem) SetHostname(name string) error {
+func (h *HostSystem) SetHostname(name string) error {
 	if !h.Live() {
 		return fmt.Errorf("set kernel hostname %q: the target %s is not the running system", name, h.Root.Dir())
 	}
@@ -48,10 +57,22 @@ var baseEnv = []string{
 	"TERM=linux",
 }
 
+// start runs c to its end, through Procs when PID 1 reaps orphans.
+func (h *HostSystem) start(c *exec.Cmd) error {
+	if h.Procs == nil {
+		return c.Run()
+	}
+	if err := h.Procs.Start(c); err != nil {
+		return err
+	}
+	defer h.Procs.Done(c)
+	return c.Wait()
+}
+
 // Run runs cmd inside the target. Commands in a target that is not "/"
 // need root (for chroot) and the program inside the target; otherwise the
 // error wraps ErrSkipped so the module reports a skip, not a failure.
-func (h HostSystem) Run(ctx context.Context, cmd Command) error {
+func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 	if len(cmd.Argv) == 0 {
 		return errors.New("run: empty command")
 	}
@@ -79,7 +100,7 @@ func (h HostSystem) Run(ctx context.Context, cmd Command) error {
 	}
 	// The command's own children must not outlive a cancelled module.
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	if err := c.Run(); err != nil {
+	if err := h.start(c); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return fmt.Errorf("run %s: %s", prog, ee.ProcessState.String())

@@ -42,7 +42,7 @@ make_busybox_root() {
 	rm -rf "$r"
 	mkdir -p "$r"/{bin,sbin,etc/ssh,etc/skel,etc/sudoers.d,root,home,proc,sys,dev,run,tmp,var/log,var/lib}
 	cp /bin/busybox "$r/bin/busybox"
-	for a in sh ash awk cat echo ls mount umount hostname id grep sleep sync poweroff date mkdir head ip stat test cut tr; do
+	for a in sh ash awk cat echo ls mount umount hostname id grep sed sleep sync poweroff date mkdir head ip stat test cut tr; do
 		ln -sf busybox "$r/bin/$a"
 	done
 	cat >"$r/etc/passwd" <<-'P'

@@ -155,7 +155,10 @@ func datasourceConfig(env *apply.Env) (raw []byte, kind string) {
 			kind = netup.KindNetworkDataJSON
 		}
 	default:
-		kind = netup.KindYAML
+		// EC2's per-NIC tree, DigitalOcean's, Oracle's: kept raw by the
+		// datasource, not converted yet. The fallback serves instead.
+		env.Warn("network config of format %q from the datasource is not converted by seedinit yet; using the fallback (DHCP on one NIC)", env.Seed.NetworkFormat)
+		return nil, ""
 	}
 	return raw, kind
 }

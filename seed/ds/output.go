@@ -102,7 +102,9 @@ func SeedFiles(s *seed.Seed) (map[string][]byte, error) {
 	case "eni":
 		files["network-interfaces"] = s.NetworkConfig
 	default:
-		errs = append(errs, fmt.Errorf("write network config: unknown format %q", s.NetworkFormat))
+		// A cloud's own layout (EC2's per-NIC tree and the like): kept
+		// for the bug report under its name; the NoCloud loader ignores it.
+		files["network-config."+strings.ReplaceAll(s.NetworkFormat, "/", "_")] = s.NetworkConfig
 	}
 	idata, err := json.MarshalIndent(InstanceData(s), "", "  ")
 	if err != nil {
