@@ -237,7 +237,7 @@ func (p *PID1) provision() error {
 	}
 	p.Log.Info("datasource", "name", sd.Datasource, "where", sd.Subplatform, "instance_id", sd.InstanceID)
 	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
-	if err := saveSeed(sd); err != nil {
+	if err := SaveSeed(sd); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())
 	} else {
 		p.seedSaved = true

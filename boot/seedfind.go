@@ -115,11 +115,11 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	return errors.Join(perr, err)
 }
 
-// saveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for
+// SaveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for
 // the final stage, which runs after the handoff in another process, with
 // the datasource's name beside it so status and final_message still name
 // the real source.
-func saveSeed(s *seed.Seed) error {
+func SaveSeed(s *seed.Seed) error {
 	if err := ds.FetchToDir(s, SeedCacheDir); err != nil {
 		return err
 	}

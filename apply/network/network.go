@@ -112,6 +112,11 @@ func run(ctx context.Context, env *apply.Env) error {
 
 	renderer, err := chooseRenderer(env)
 	if err != nil {
+		if errors.Is(err, errNoRenderer) {
+			// A busybox appliance has no network service to read files;
+			// PID 1 applied the config live already.
+			return apply.Skip("%v", err)
+		}
 		return errors.Join(parseErr, err)
 	}
 	files, renderErr := netup.Render(n, renderer)
@@ -207,6 +212,9 @@ func fallbackConfig(nics []link.NIC) []byte {
 	return fmt.Appendf(nil, "network:\n  version: 2\n  ethernets:\n    %s:\n      dhcp4: true\n      match:\n        macaddress: '%s'\n      set-name: %s\n", nic.Name, nic.MAC, nic.Name)
 }
 
+// errNoRenderer: the image has no network service seedinit can write for.
+var errNoRenderer = errors.New("no network renderer")
+
 // chooseRenderer takes system_info.network.renderers (or cloud-init's
 // default order) and returns the first whose files the target has.
 func chooseRenderer(env *apply.Env) (string, error) {
@@ -246,7 +254,7 @@ func chooseRenderer(env *apply.Env) (string, error) {
 	if len(unknown) > 0 {
 		env.Warn("network renderers seedinit does not have: %s", strings.Join(unknown, ", "))
 	}
-	return "", fmt.Errorf("choose network renderer: the target has none of %s (no /etc/network/interfaces, /etc/sysconfig/network-scripts, /etc/netplan or /etc/systemd/network)", strings.Join(order, ", "))
+	return "", fmt.Errorf("choose network renderer: %w: the target has none of %s (no /etc/network/interfaces, /etc/sysconfig/network-scripts, /etc/netplan or /etc/systemd/network)", errNoRenderer, strings.Join(order, ", "))
 }
 
 // resolvConf returns /etc/resolv.conf contents from the global DNS

@@ -175,7 +175,7 @@ func TestRender(t *testing.T) {
 		{
 			name:    "target without any network stack",
 			network: v1Static, format: "v1",
-			wantErr: "choose network renderer: the target has none of eni, sysconfig, netplan, networkd",
+			skipped: true,
 		},
 	}
 	for _, tt := range tests {

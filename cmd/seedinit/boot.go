@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/seed/ds"
 )
 
 // runInit is PID 1: in an initramfs (as /init) it mounts the real root on
@@ -50,7 +52,13 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if *seedDir == "" {
-			return fail(stderr, "run: no seed found (give --seed DIR)")
+			// Called by an init system: search for the datasource as PID 1
+			// would (the OS has brought the network up by the network stage)
+			// and keep what is found for the later stages.
+			if code := searchSeed(*rootDir, *stageName, *out.debug, stderr); code != exitOK {
+				return code
+			}
+			*seedDir = boot.SeedCacheDir
 		}
 	}
 	if *afterHandoff {
@@ -105,6 +113,28 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 		t.Blame(stdout)
 	default:
 		return fail(stderr, "analyze: unknown %q (want show or blame)", what)
+	}
+	return exitOK
+}
+
+// searchSeed runs the datasource search for `seedinit run` and keeps the
+// seed in /run/seedinit/seed. The local stage tries only local sources.
+func searchSeed(rootDir, stageName string, debug bool, stderr io.Writer) int {
+	env, done, err := datasourceEnv(rootDir, debug, stderr)
+	if err != nil {
+		return fail(stderr, "run: %v", err)
+	}
+	defer done()
+	stage := ds.StageAll
+	if stageName == "local" {
+		stage = ds.StageLocal
+	}
+	res, err := ds.DetectStage(context.Background(), env, 0, stage)
+	if res == nil || res.Seed == nil {
+		return fail(stderr, "run: no datasource found: %v", err)
+	}
+	if err := boot.SaveSeed(res.Seed); err != nil {
+		return fail(stderr, "run: keep the seed: %v", err)
 	}
 	return exitOK
 }
