@@ -359,7 +359,7 @@ func peakRSSKiB() int {
 // the boot.
 func (p *PID1) startFinalStage() {
 	self := "/proc/self/exe"
-	cmd := exec.Command(self, "run", "--stage", "final", "--after-handoff", "--seed", SeedCacheDir, "--root", "/")
+	cmd := exec.Command(self, "run", "--stage", "final", "--after-handoff", "--quiet", "--seed", SeedCacheDir, "--root", "/")
 	cmd.Stdout, cmd.Stderr = p.Console, p.Console
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

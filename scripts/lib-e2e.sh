@@ -97,3 +97,29 @@ qemu_boot() {
 	end=$(date +%s%N)
 	echo $(((end - start) / 1000000))
 }
+
+# write_test_init FILE: the real init of the test roots: it reports what it
+# sees, waits for seedinit's final stage when there is a seed, and powers
+# off cleanly.
+write_test_init() {
+	cat >"$1" <<'I'
+#!/bin/sh
+echo "E2E: real init started as pid $$"
+echo "E2E: root mounted $(awk '$2=="/" {split($4, o, ","); print o[1]}' /proc/mounts)"
+# What a real init does from fstab: the root read-write.
+mount -o remount,rw / 2>/dev/null
+echo "E2E: hostname=$(hostname)"
+id admin >/dev/null 2>&1 && echo "E2E: user admin exists"
+ip -o -4 addr show 2>/dev/null | awk '$2 != "lo" {print "E2E: " $2 " " $4}' | sed 's|/[0-9]*$||'
+if [ -e /run/seedinit/seed/meta-data ]; then
+	i=0
+	while [ ! -e /var/lib/cloud/instance/boot-finished ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+	[ -e /var/lib/cloud/instance/boot-finished ] && echo "E2E: final stage finished after init"
+fi
+echo "E2E: done"
+# What a real init does at shutdown, so the disk image is clean to read.
+sync
+mount -o remount,ro / 2>/dev/null
+poweroff -f
+I
+}
