@@ -74,10 +74,12 @@ make_disk() {
 
 # read_root IMG PATH: a file from the root partition after power-off.
 read_root() {
-	local img=$1 path=$2
-	dd if="$img" of="$img.p1" bs=1M skip=1 status=none
-	debugfs -R "cat $path" "$img.p1" 2>/dev/null
-	rm -f "$img.p1"
+	local img=$1 path=$2 part
+	# Its own copy: checks read several files at once through <(...).
+	part=$(mktemp "$img.p1.XXXXXX")
+	dd if="$img" of="$part" bs=1M skip=1 status=none
+	debugfs -R "cat $path" "$part" 2>/dev/null
+	rm -f "$part"
 }
 
 # qemu_boot LOG INITRD APPEND QEMU-ARGS...: one TCG boot of $kernel with the
