@@ -10,6 +10,7 @@ import (
 	_ "github.com/seedinit/seedinit/apply/hostname"
 	_ "github.com/seedinit/seedinit/apply/network"
 	_ "github.com/seedinit/seedinit/apply/packages"
+	_ "github.com/seedinit/seedinit/apply/rsyslog"
 	_ "github.com/seedinit/seedinit/apply/scripts"
 	_ "github.com/seedinit/seedinit/apply/ssh"
 	_ "github.com/seedinit/seedinit/apply/system"

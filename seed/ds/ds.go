@@ -99,6 +99,9 @@ type Env struct {
 	// DHCPServer is the address of the server that gave the lease
 	// (CloudStack's metadata host); the zero Addr when unknown.
 	DHCPServer netip.Addr
+	// HypervisorUUID is /sys/hypervisor/uuid: Xen guests on EC2 say "ec2..."
+	// there rather than in DMI.
+	HypervisorUUID string
 	// Log receives progress; nil discards it. Never give it secrets.
 	Log *slog.Logger
 }

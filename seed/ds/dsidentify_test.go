@@ -85,8 +85,7 @@ func identifyCases() []identifyCase {
 			dsIdentify: nil, seedinit: []string{"Ec2"}, why: whyEC2Maybe,
 		},
 		{
-			// Xen-era EC2: ds-identify reads /sys/hypervisor/uuid; seedinit's
-			// probe does not, and reaches Ec2 only through its maybe.
+			// Xen-era EC2: both read /sys/hypervisor/uuid.
 			name:       "EC2 on Xen: /sys/hypervisor/uuid ec2...",
 			dmi:        map[string]string{"sys_vendor": "Xen", "product_name": "HVM domU"},
 			files:      map[string]string{"sys/hypervisor/uuid": awsUUID + "\n"},
@@ -361,14 +360,16 @@ func seedinitCandidates(t *testing.T, rootDir string, tc identifyCase) []string 
 	if err != nil {
 		t.Fatal(err)
 	}
+	hvUUID, _ := os.ReadFile(filepath.Join(rootDir, "sys", "hypervisor", "uuid"))
 	env := &Env{
-		Root:    root,
-		DMI:     SysDMI{Dir: filepath.Join(rootDir, "sys", "class", "dmi", "id")},
-		Cmdline: strings.TrimSpace(string(cmdline)),
-		Devices: labelDevices(tc.labels),
-		Config:  cfg,
-		Fetcher: refusingFetcher(t),
-		Log:     testLogger(t),
+		HypervisorUUID: strings.TrimSpace(string(hvUUID)),
+		Root:           root,
+		DMI:            SysDMI{Dir: filepath.Join(rootDir, "sys", "class", "dmi", "id")},
+		Cmdline:        strings.TrimSpace(string(cmdline)),
+		Devices:        labelDevices(tc.labels),
+		Config:         cfg,
+		Fetcher:        refusingFetcher(t),
+		Log:            testLogger(t),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

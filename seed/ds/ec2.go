@@ -65,6 +65,9 @@ func identifyEC2Platform(env *Env) (cloudName, reason string) {
 		return "outscale", fmt.Sprintf("DMI sys_vendor %q product_name %q", vendor, product)
 	case strings.HasPrefix(strings.ToLower(uuid), "ec2") && strings.EqualFold(uuid, serial):
 		return "aws", fmt.Sprintf("DMI product_uuid and product_serial %q", uuid)
+	case strings.HasPrefix(env.HypervisorUUID, "ec2"):
+		// ds-identify's check, case-sensitive like it.
+		return "aws", fmt.Sprintf("/sys/hypervisor/uuid %q", env.HypervisorUUID)
 	}
 	return "", ""
 }

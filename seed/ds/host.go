@@ -160,13 +160,15 @@ func openFile(p string) (io.ReaderAt, int64, io.Closer, error) {
 func HostEnv(root *target.Root, log *slog.Logger) (*Env, error) {
 	cmdline, _ := os.ReadFile("/proc/cmdline")
 	cfg, err := LoadConfig(root)
+	hvUUID, _ := os.ReadFile("/sys/hypervisor/uuid")
 	env := &Env{
-		Root:    root,
-		DMI:     SysDMI{},
-		Cmdline: strings.TrimSpace(string(cmdline)),
-		Devices: &SysDevices{},
-		Config:  cfg,
-		Log:     log,
+		HypervisorUUID: strings.TrimSpace(string(hvUUID)),
+		Root:           root,
+		DMI:            SysDMI{},
+		Cmdline:        strings.TrimSpace(string(cmdline)),
+		Devices:        &SysDevices{},
+		Config:         cfg,
+		Log:            log,
 	}
 	return env, err
 }
