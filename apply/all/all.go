@@ -8,6 +8,7 @@ import (
 	_ "github.com/seedinit/seedinit/apply/disk"
 	_ "github.com/seedinit/seedinit/apply/files"
 	_ "github.com/seedinit/seedinit/apply/hostname"
+	_ "github.com/seedinit/seedinit/apply/mounts"
 	_ "github.com/seedinit/seedinit/apply/network"
 	_ "github.com/seedinit/seedinit/apply/packages"
 	_ "github.com/seedinit/seedinit/apply/rsyslog"
