@@ -84,6 +84,17 @@ func BuildIndex(dir string) (*Index, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil {
 		idx.readBuiltin(b)
 	}
+	// Built-in modules keep their aliases in modules.builtin.modinfo: how
+	// "fs-ext4" is known to be there already on a kernel with ext4 built in.
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin.modinfo")); err == nil {
+		for _, kv := range ParseModinfo(b) {
+			mod, rest, ok := strings.Cut(kv, ".")
+			if a, isAlias := strings.CutPrefix(rest, "alias="); ok && isAlias {
+				idx.Builtin[Name(mod)] = true
+				idx.aliases = append(idx.aliases, alias{a, Name(mod)})
+			}
+		}
+	}
 	names := make([]string, 0, len(idx.Modules))
 	for n := range idx.Modules {
 		names = append(names, n)
@@ -296,6 +307,11 @@ func (idx *Index) WriteDepmod(write func(name string, data []byte) error, keep m
 				fmt.Fprintf(&soft, " post: %s", strings.Join(m.SoftPost, " "))
 			}
 			soft.WriteByte('\n')
+		}
+	}
+	for _, a := range idx.aliases {
+		if idx.Builtin[a.module] {
+			fmt.Fprintf(&als, "alias %s %s\n", a.pattern, a.module)
 		}
 	}
 	var bnames []string

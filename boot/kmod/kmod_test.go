@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,12 +15,15 @@ import (
 
 // fakeKernel records loads; fail makes a module's load fail with an errno.
 type fakeKernel struct {
+	mu     sync.Mutex
 	loaded []string
 	fail   map[string]error
 	have   map[string]bool
 }
 
 func (k *fakeKernel) FinitModule(f *os.File, params string, flags int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	name := Name(f.Name())
 	if err := k.fail[name]; err != nil {
 		return err
@@ -29,7 +33,11 @@ func (k *fakeKernel) FinitModule(f *os.File, params string, flags int) error {
 	return nil
 }
 
-func (k *fakeKernel) Loaded(name string) bool { return k.have[name] }
+func (k *fakeKernel) Loaded(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.have[name]
+}
 
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
@@ -188,9 +196,12 @@ func TestBuildIndexOnDebianKernel(t *testing.T) {
 			t.Errorf("alias %s → %v, want %s", alias, mods, want)
 		}
 	}
-	// The cloud kernel builds ext4 in; its index must say so rather than fail.
-	if _, builtin := idx.Lookup("ext4"); !builtin && idx.Modules["ext4"] == nil {
-		t.Error("ext4 is neither a module nor built in")
+	// The cloud kernel builds ext4 in; its index must say so rather than
+	// fail, by name and by the alias PID 1 asks for.
+	for _, n := range []string{"ext4", "fs-ext4"} {
+		if mods, builtin := idx.Lookup(n); !builtin && len(mods) == 0 {
+			t.Errorf("%s is neither a module nor built in", n)
+		}
 	}
 }
 
@@ -208,4 +219,35 @@ func FuzzReadDepmod(f *testing.F) {
 			idx.LoadOrder(n)
 		}
 	})
+}
+
+// Coldplug loads what the devices' modaliases ask for, once each, with
+// dependencies first, and reports only what it newly loaded.
+func TestColdplug(t *testing.T) {
+	dir := writeTree(t, depmodTree)
+	idx, err := ReadDepmod(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := writeTree(t, map[string]string{
+		"pci0000:00/0000:00:03.0/virtio1/modalias": "virtio:d00000001v00001AF4\n",
+		"pci0000:00/0000:00:04.0/virtio2/modalias": "virtio:d00000001v00001AF4\n",
+		"pci0000:00/0000:00:05.0/modalias":         "pci:v00008086d00007010sv*\n",
+		"platform/serial8250/modalias":             "platform:serial8250\n",
+	})
+	k := &fakeKernel{have: map[string]bool{}}
+	l := &Loader{Index: idx, Dir: dir, Kernel: k}
+	loaded, errs := l.Coldplug(sys)
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if d := cmp.Diff([]string{"virtio_net"}, loaded); d != "" {
+		t.Errorf("loaded (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"failover", "net_failover", "virtio_net"}, k.loaded); d != "" {
+		t.Errorf("kernel loads (-want +got):\n%s", d)
+	}
+	if again, _ := l.Coldplug(sys); len(again) != 0 {
+		t.Errorf("a second pass loaded %v; it must report only new modules", again)
+	}
 }
