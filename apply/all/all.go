@@ -6,6 +6,7 @@ import (
 	_ "github.com/seedinit/seedinit/apply/certs"
 	_ "github.com/seedinit/seedinit/apply/console"
 	_ "github.com/seedinit/seedinit/apply/disk"
+	_ "github.com/seedinit/seedinit/apply/disksetup"
 	_ "github.com/seedinit/seedinit/apply/files"
 	_ "github.com/seedinit/seedinit/apply/hostname"
 	_ "github.com/seedinit/seedinit/apply/mounts"
