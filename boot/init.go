@@ -49,7 +49,8 @@ type PID1 struct {
 	Console   io.Writer
 
 	remountedRW bool
-	seedSaved   bool // the final stage has a seed to run from
+	modules     *kmod.Loader // nil when the kernel has no module directory
+	seedSaved   bool         // the final stage has a seed to run from
 }
 
 // Main is PID 1: it never returns. Whatever fails, it ends in exec of the
@@ -157,6 +158,7 @@ func (p *PID1) loadModules() error {
 		}
 	}
 	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: p.Log}
+	p.modules = l
 	var errs []error
 	// A bus driver makes new devices (virtio_pci makes the virtio devices,
 	// among them the RNG): walk again while a pass loaded something.

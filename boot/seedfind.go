@@ -14,6 +14,7 @@ import (
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/live"
+	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 )
@@ -103,6 +104,19 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	n, perr := netup.Parse(s.NetworkConfig, kind, macs)
 	if n == nil {
 		return perr
+	}
+	// The kernel would ask modprobe for bonding, 8021q or bridge, and an
+	// initramfs has none: load them first.
+	if p.modules != nil {
+		want := map[string]string{model.TypeBond: "bonding", model.TypeVLAN: "8021q", model.TypeBridge: "bridge"}
+		for _, iface := range n.Interfaces {
+			if m := want[iface.Type]; m != "" {
+				if err := p.modules.Load(m); err != nil {
+					p.Log.Warn("kernel module for the network config", "module", m, "error", err.Error())
+				}
+				delete(want, iface.Type)
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dhcpBudget)
 	defer cancel()

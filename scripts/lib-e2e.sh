@@ -113,6 +113,9 @@ mount -o remount,rw / 2>/dev/null
 echo "E2E: hostname=$(hostname)"
 id admin >/dev/null 2>&1 && echo "E2E: user admin exists"
 ip -o -4 addr show 2>/dev/null | awk '$2 != "lo" {print "E2E: " $2 " " $4}' | sed 's|/[0-9]*$||'
+for b in /sys/class/net/*/bonding/slaves; do
+	[ -e "$b" ] && echo "E2E: bond $(basename "$(dirname "$(dirname "$b")")") slaves $(cat "$b")"
+done
 if [ -e /run/seedinit/seed/meta-data ]; then
 	i=0
 	while [ ! -e /var/lib/cloud/instance/boot-finished ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done

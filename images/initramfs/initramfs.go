@@ -26,7 +26,7 @@ var DefaultModules = []string{
 	"e1000", "e1000e", "igb", "ixgbe", "vmxnet3", "ena", "hv_netvsc", "hv_storvsc",
 	"nvme", "ahci", "ata_piix", "sd_mod", "sr_mod", "isofs", "vfat",
 	"nls_cp437", "nls_iso8859_1", "nls_ascii", "ext4", "xfs", "btrfs",
-	"crc32c_generic", "crc32c_intel", "af_packet",
+	"crc32c_generic", "crc32c_intel", "af_packet", "bonding", "8021q", "bridge",
 }
 
 // Options describe one initramfs.
