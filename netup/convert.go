@@ -18,6 +18,9 @@ const (
 	KindENI             = "eni"
 	KindYAML            = "yaml"
 	KindNetworkDataJSON = "network_data.json"
+	// KindEC2 is seedinit's own: the "network" tree of EC2's instance
+	// metadata in JSON, as the EC2 datasource keeps it.
+	KindEC2 = "ec2"
 )
 
 // Output kinds, as `cloud-init devel net-convert --output-kind` names
@@ -32,7 +35,7 @@ const (
 
 // InputKinds and OutputKinds list the accepted kinds, for flag help.
 var (
-	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON}
+	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON, KindEC2}
 	OutputKinds = []string{OutputENI, OutputNetplan, OutputNetworkd, OutputSysconfig, OutputJSON}
 )
 
@@ -69,6 +72,8 @@ func Parse(input []byte, kind string, macs []MAC) (*model.Network, error) {
 		return parse.YAML(input, opts)
 	case KindNetworkDataJSON:
 		return parse.NetworkDataJSON(input, opts)
+	case KindEC2:
+		return parse.EC2(input, opts)
 	}
 	return nil, fmt.Errorf("parse network config: unknown input kind %q (want %s)", kind, strings.Join(InputKinds, ", "))
 }

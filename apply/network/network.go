@@ -95,6 +95,11 @@ func run(ctx context.Context, env *apply.Env) error {
 	} else {
 		raw, kind := datasourceConfig(env)
 		source = "datasource"
+		if kind == netup.KindEC2 && len(macs) == 0 {
+			// EC2's config is per MAC of this machine's NICs: offline there
+			// are none to name.
+			return apply.Skip("EC2's network metadata names NICs by their MACs and this target's NICs are not known (not the running system)")
+		}
 		if raw == nil {
 			raw, kind, source = fallbackConfig(nics), netup.KindYAML, "fallback"
 			if raw == nil {
@@ -154,13 +159,15 @@ func datasourceConfig(env *apply.Env) (raw []byte, kind string) {
 		kind = netup.KindENI
 	case "network_data.json", "network_data", "openstack":
 		kind = netup.KindNetworkDataJSON
+	case "ec2":
+		kind = netup.KindEC2
 	case "v1", "v2", "yaml", "":
 		kind = netup.KindYAML
 		if looksLikeNetworkData(raw) {
 			kind = netup.KindNetworkDataJSON
 		}
 	default:
-		// EC2's per-NIC tree, DigitalOcean's, Oracle's: kept raw by the
+		// DigitalOcean's and Oracle's trees: kept raw by the
 		// datasource, not converted yet. The fallback serves instead.
 		env.Warn("network config of format %q from the datasource is not converted by seedinit yet; using the fallback (DHCP on one NIC)", env.Seed.NetworkFormat)
 		return nil, ""

@@ -23,7 +23,7 @@ func runNetConvert(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&input, n, "", "network config file to read")
 	}
 	for _, n := range []string{"kind", "k"} {
-		fs.StringVar(&kind, n, "", "input kind: eni, yaml or network_data.json")
+		fs.StringVar(&kind, n, "", "input kind: eni, yaml, network_data.json or ec2 (needs --mac)")
 	}
 	for _, n := range []string{"output-kind", "O"} {
 		fs.StringVar(&outKind, n, "", "output kind: eni, netplan, networkd, sysconfig or json")
