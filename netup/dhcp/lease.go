@@ -1,7 +1,8 @@
 // Package dhcp gets an ephemeral DHCPv4 lease with nclient4 on one NIC or
 // on several at once, and applies it with netlink: address, classless
 // static routes (option 121) or routers (option 3), MTU (option 26), and
-// the DNS servers and search domains for resolv.conf.
+// the DNS servers and search domains for resolv.conf. v6.go does DHCPv6
+// (stateful and stateless, nclient6) and waits for SLAAC addresses.
 package dhcp
 
 import (

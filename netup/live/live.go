@@ -1,7 +1,7 @@
 // Package live applies a network model to the running machine with
 // netlink (renames by MAC, bonds, bridges, VLANs, MTU, static addresses
-// and routes, DHCPv4 where asked), and brings up an ephemeral network for
-// PID 1 to reach network datasources.
+// and routes, DHCPv4, DHCPv6 and SLAAC where asked), and brings up an
+// ephemeral network for PID 1 to reach network datasources.
 package live
 
 import (
@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -31,6 +32,9 @@ type Options struct {
 	// Rules are extra renames (seedinit's own config) done after the
 	// network config's own.
 	Rules []link.Rule
+	// SLAACTimeout bounds the wait for an address from router
+	// advertisements; dhcp.DefaultSLAACTimeout when zero.
+	SLAACTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -50,6 +54,11 @@ func (o Options) withDefaults() Options {
 type Result struct {
 	Renamed []link.Renamed
 	Leases  []*dhcp.Lease
+	// Leases6 are the DHCPv6 replies, stateful (with an address) and
+	// stateless (DNS only).
+	Leases6 []*dhcp.Lease6
+	// SLAAC are the addresses router advertisements gave, per interface.
+	SLAAC map[string][]netip.Prefix
 	// ResolvConf is /etc/resolv.conf contents for what was configured
 	// (the config's DNS, else the first lease's), nil when there is no
 	// DNS server; the caller writes it where it belongs.
@@ -59,10 +68,11 @@ type Result struct {
 // Apply configures n on the running machine: renames NICs by MAC, creates
 // bonds, VLANs and bridges, sets MTUs, brings links up, adds static
 // addresses and routes, and runs DHCPv4 (in parallel, within ctx) on
-// interfaces with a dhcp or dhcp4 subnet. Everything it does replaces what
-// is there, so applying twice converges. One item that fails is reported
-// in the error and the rest are still applied. DHCPv6 and SLAAC subnets
-// are left to the kernel's router advertisements.
+// interfaces with a dhcp or dhcp4 subnet; at the same time it runs
+// DHCPv6 and waits for SLAAC where the subnets ask (see ipv6Plan).
+// Everything it does replaces what is there, so applying twice converges.
+// One item that fails is reported in the error and the rest are still
+// applied.
 func Apply(ctx context.Context, n *model.Network, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	res := &Result{}
@@ -78,9 +88,15 @@ func Apply(ctx context.Context, n *model.Network, opts Options) (*Result, error)
 	errs = append(errs, createVirtual(n)...)
 
 	var dhcpIfaces []string
+	var plans []ipv6Plan
 	for _, iface := range n.Interfaces {
 		if iface.Type == model.TypeLoopback || iface.Name == "lo" {
 			continue
+		}
+		plan, err := prepareIPv6(iface)
+		errs = append(errs, err...)
+		if plan.wanted() {
+			plans = append(plans, plan)
 		}
 		wantsDHCP, err := configure(iface)
 		errs = append(errs, err...)
@@ -94,6 +110,13 @@ func Apply(ctx context.Context, n *model.Network, opts Options) (*Result, error)
 		}
 	}
 
+	var v6 ipv6Outcome
+	var v6Done sync.WaitGroup
+	v6Done.Add(1)
+	go func() {
+		defer v6Done.Done()
+		v6 = runIPv6(ctx, plans, opts)
+	}()
 	leases, dhcpErrs := acquireAll(ctx, dhcpIfaces, opts.DHCP)
 	errs = append(errs, dhcpErrs...)
 	for _, l := range leases {
@@ -101,8 +124,12 @@ func Apply(ctx context.Context, n *model.Network, opts Options) (*Result, error)
 			errs = append(errs, err)
 		}
 	}
+	v6Done.Wait()
+	errs = append(errs, v6.errs...)
 	res.Leases = leases
-	res.ResolvConf = resolvConf(n, leases)
+	res.Leases6 = v6.leases
+	res.SLAAC = v6.slaac
+	res.ResolvConf = resolvConf(n, leases, v6.leases)
 	return res, errors.Join(errs...)
 }
 
@@ -408,7 +435,7 @@ func toIPNet(p netip.Prefix) *net.IPNet {
 
 // resolvConf merges the config's DNS (global, then per interface) with
 // the leases' when the config names none.
-func resolvConf(n *model.Network, leases []*dhcp.Lease) []byte {
+func resolvConf(n *model.Network, leases []*dhcp.Lease, leases6 []*dhcp.Lease6) []byte {
 	var servers, search []string
 	seen := map[string]bool{}
 	add := func(list *[]string, vals ...string) {
@@ -435,6 +462,11 @@ func resolvConf(n *model.Network, leases []*dhcp.Lease) []byte {
 	}
 	if len(servers) == 0 {
 		for _, l := range leases {
+			if b := l.ResolvConf(); b != nil {
+				return b
+			}
+		}
+		for _, l := range leases6 {
 			if b := l.ResolvConf(); b != nil {
 				return b
 			}
