@@ -7,6 +7,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/jinja"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 const (
@@ -46,7 +47,7 @@ const apkRepositoriesTemplate = `#
 `
 
 func runAPKConfigure(ctx context.Context, env *apply.Env) error {
-	if !truthy(env.Config["apk_repos"]) {
+	if !yaml11.Truthy(env.Config["apk_repos"]) {
 		return apply.Skip("no apk_repos in the config")
 	}
 	section, _, err := env.Config.Map("apk_repos")
@@ -60,14 +61,14 @@ func runAPKConfigure(ctx context.Context, env *apply.Env) error {
 	if preserve {
 		return apply.Skip("apk_repos.preserve_repositories is true")
 	}
-	if !truthy(section["alpine_repo"]) {
+	if !yaml11.Truthy(section["alpine_repo"]) {
 		return apply.Skip("no apk_repos.alpine_repo in the config")
 	}
 	repo, _, err := section.Map("alpine_repo")
 	if err != nil {
 		return fmt.Errorf("read apk_repos: %w", err)
 	}
-	if !truthy(repo["version"]) {
+	if !yaml11.Truthy(repo["version"]) {
 		return apply.Skip("apk_repos.alpine_repo.version is not set")
 	}
 	text, err := RenderAPKRepositories(section, repo)
@@ -108,25 +109,4 @@ func RenderAPKRepositories(section, repo apply.Config) ([]byte, error) {
 		return nil, fmt.Errorf("render %s: %w", apkRepositoriesFile, err)
 	}
 	return out, nil
-}
-
-// truthy is Python's truth value for a config value.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case int64:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
 }

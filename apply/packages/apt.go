@@ -12,6 +12,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 const (
@@ -66,7 +67,7 @@ func applyAPTConfig(root *target.Root, cfg apply.Config) error {
 		{"ftp_proxy", `Acquire::ftp::Proxy "%s";`},
 		{"https_proxy", `Acquire::https::Proxy "%s";`},
 	} {
-		if !truthy(cfg[p.key]) {
+		if !yaml11.Truthy(cfg[p.key]) {
 			continue
 		}
 		v, err := apply.AsString(cfg[p.key])
@@ -95,7 +96,7 @@ func applyAPTConfig(root *target.Root, cfg apply.Config) error {
 		write(aptProxyFile, "")
 	}
 	conf := ""
-	if truthy(cfg["conf"]) {
+	if yaml11.Truthy(cfg["conf"]) {
 		s, err := apply.AsString(cfg["conf"])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read apt: conf: %w", err))

@@ -11,13 +11,14 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // yumNow stamps the header of the .repo files; tests fix it.
 var yumNow = time.Now
 
 func runYumAddRepo(ctx context.Context, env *apply.Env) error {
-	if !truthy(env.Config["yum_repos"]) {
+	if !yaml11.Truthy(env.Config["yum_repos"]) {
 		return apply.Skip("no yum_repos in the config")
 	}
 	repos, _, err := env.Config.Map("yum_repos")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // DisableRootOptions is cloud-init's default disable_root_opts: root's keys
@@ -104,7 +105,7 @@ func applyCredentials(env *apply.Env) error {
 // comes from `user` or else system_info.default_user. "" means none.
 func DefaultUser(cfg apply.Config) (string, error) {
 	oldUser := map[string]any{}
-	if v, ok := cfg["user"]; ok && truthy(v) {
+	if v, ok := cfg["user"]; ok && yaml11.Truthy(v) {
 		switch u := v.(type) {
 		case string:
 			oldUser = map[string]any{"name": u}
@@ -201,29 +202,4 @@ func commaListHas(list, want string) bool {
 		}
 	}
 	return false
-}
-
-// truthy is Python's truth value for a decoded YAML value.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case int64:
-		return x != 0
-	case int:
-		return x != 0
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	case apply.Config:
-		return len(x) > 0
-	}
-	return true
 }
