@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/seedinit/seedinit/apply"
 )
 
@@ -34,7 +36,17 @@ func TestSetupDiskLoopDevice(t *testing.T) {
 		t.Skipf("no loop device here: %v", err)
 	}
 	loop := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
+	t.Cleanup(func() {
+		// Partitions added with BLKPG outlive the loop device's detach
+		// and would make the next user of this loop device fail.
+		if f, err := os.Open(loop); err == nil {
+			for pno := 1; pno <= 4; pno++ {
+				blkpg(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
+			}
+			f.Close()
+		}
+		exec.Command("losetup", "-d", loop).Run()
+	})
 
 	cfg := apply.Config{"disk_setup": map[string]any{loop: map[string]any{"table_type": "gpt", "layout": []any{int64(50), int64(50)}, "overwrite": false}}}
 	specs, err := ParseDiskSetup(cfg)
