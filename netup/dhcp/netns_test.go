@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -34,49 +33,6 @@ func serverLink(t *testing.T, client string) {
 	if err := netlink.LinkSetUp(srv); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// routesOn lists the IPv4 routes of a link as "dst via gw" / "dst".
-func routesOn(t *testing.T, name string) []string {
-	t.Helper()
-	link, err := netlink.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	routes, err := netlink.RouteList(link, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, r := range routes {
-		dst := "0.0.0.0/0"
-		if r.Dst != nil {
-			dst = r.Dst.String()
-		}
-		if r.Gw != nil {
-			dst += " via " + r.Gw.String()
-		}
-		out = append(out, dst)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func addrsOn(t *testing.T, name string) []string {
-	t.Helper()
-	link, err := netlink.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, a := range addrs {
-		out = append(out, a.IPNet.String())
-	}
-	return out
 }
 
 // TestAcquireInProcessServer runs nclient4 against server4 over a veth
@@ -135,12 +91,12 @@ func TestAcquireInProcessServer(t *testing.T) {
 	if err := lease.Apply(); err != nil {
 		t.Fatalf("applying the lease again: %v", err)
 	}
-	if diff := cmp.Diff([]string{"192.0.2.50/24"}, addrsOn(t, "eth0")); diff != "" {
+	if diff := cmp.Diff([]string{"192.0.2.50/24"}, nstest.Addrs(t, "eth0", netlink.FAMILY_V4)); diff != "" {
 		t.Errorf("addresses (-want +got):\n%s", diff)
 	}
 	// 192.0.2.2 is inside the subnet: no host route needed for it.
 	wantRoutes := []string{"0.0.0.0/0 via 192.0.2.1", "169.254.169.254/32 via 192.0.2.2", "192.0.2.0/24"}
-	if diff := cmp.Diff(wantRoutes, routesOn(t, "eth0")); diff != "" {
+	if diff := cmp.Diff(wantRoutes, nstest.Routes(t, "eth0", netlink.FAMILY_V4)); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}
 	if link, _ := netlink.LinkByName("eth0"); link.Attrs().MTU != 1400 {
@@ -149,7 +105,7 @@ func TestAcquireInProcessServer(t *testing.T) {
 	if err := lease.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if got := addrsOn(t, "eth0"); len(got) != 0 {
+	if got := nstest.Addrs(t, "eth0", netlink.FAMILY_V4); len(got) != 0 {
 		t.Errorf("addresses after Remove = %v", got)
 	}
 }
@@ -204,12 +160,12 @@ func TestAcquireDnsmasq(t *testing.T) {
 	if err := lease.Apply(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"192.0.2.100/24"}, addrsOn(t, "eth0")); diff != "" {
+	if diff := cmp.Diff([]string{"192.0.2.100/24"}, nstest.Addrs(t, "eth0", netlink.FAMILY_V4)); diff != "" {
 		t.Errorf("addresses (-want +got):\n%s", diff)
 	}
 	// Option 121 is there, so option 3's 192.0.2.9 is ignored (RFC 3442).
 	wantRoutes := []string{"0.0.0.0/0 via 192.0.2.1", "169.254.169.254/32 via 192.0.2.1", "192.0.2.0/24", "198.51.100.0/24 via 192.0.2.254"}
-	if diff := cmp.Diff(wantRoutes, routesOn(t, "eth0")); diff != "" {
+	if diff := cmp.Diff(wantRoutes, nstest.Routes(t, "eth0", netlink.FAMILY_V4)); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}
 	if link, _ := netlink.LinkByName("eth0"); link.Attrs().MTU != 1450 {

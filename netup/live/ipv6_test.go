@@ -135,10 +135,10 @@ func TestApplyIPv6Dnsmasq(t *testing.T) {
 	}
 	want := []string{res.Leases6[0].Address.String() + "/128", slaac}
 	sort.Strings(want)
-	if diff := cmp.Diff(want, globalAddrs6(t, "eth0")); diff != "" {
+	if diff := cmp.Diff(want, nstest.Addrs(t, "eth0", netlink.FAMILY_V6)); diff != "" {
 		t.Errorf("eth0 addresses (-want +got):\n%s", diff)
 	}
-	if got := globalAddrs6(t, "eth1"); len(got) != 0 {
+	if got := nstest.Addrs(t, "eth1", netlink.FAMILY_V6); len(got) != 0 {
 		t.Errorf("eth1 addresses = %v, want none", got)
 	}
 	if !hasDefaultRoute6(t, "eth0") {
@@ -153,29 +153,9 @@ func TestApplyIPv6Dnsmasq(t *testing.T) {
 	if res2 == nil || len(res2.Leases6) != 1 {
 		t.Fatalf("second apply leases = %+v", res2)
 	}
-	if got := globalAddrs6(t, "eth0"); len(got) != 2 {
+	if got := nstest.Addrs(t, "eth0", netlink.FAMILY_V6); len(got) != 2 {
 		t.Errorf("eth0 addresses after a second apply = %v, want the same two", got)
 	}
-}
-
-func globalAddrs6(t *testing.T, name string) []string {
-	t.Helper()
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, a := range addrs {
-		if !a.IP.IsLinkLocalUnicast() {
-			out = append(out, a.IPNet.String())
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func hasDefaultRoute6(t *testing.T, name string) bool {

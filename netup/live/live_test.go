@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"net"
-	"sort"
 	"testing"
 	"time"
 
@@ -24,22 +23,8 @@ func linkState(t *testing.T, name string) (addrs, routes []string, mtu int, mast
 	if err != nil {
 		t.Fatalf("find %s: %v", name, err)
 	}
-	as, _ := netlink.AddrList(l, netlink.FAMILY_V4)
-	for _, a := range as {
-		addrs = append(addrs, a.IPNet.String())
-	}
-	rs, _ := netlink.RouteList(l, netlink.FAMILY_V4)
-	for _, r := range rs {
-		s := "default"
-		if r.Dst != nil {
-			s = r.Dst.String()
-		}
-		if r.Gw != nil {
-			s += " via " + r.Gw.String()
-		}
-		routes = append(routes, s)
-	}
-	sort.Strings(routes)
+	addrs = nstest.Addrs(t, name, netlink.FAMILY_V4)
+	routes = nstest.Routes(t, name, netlink.FAMILY_V4)
 	if idx := l.Attrs().MasterIndex; idx != 0 {
 		if m, err := netlink.LinkByIndex(idx); err == nil {
 			master = m.Attrs().Name

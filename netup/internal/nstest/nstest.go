@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,4 +87,58 @@ func Veth(t *testing.T, name, peer, mac string) netlink.Link {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// Addrs lists a link's addresses of one family (netlink.FAMILY_V4 or
+// FAMILY_V6) as "ip/prefix", sorted; IPv6 link-local addresses, which every
+// link has, are left out.
+func Addrs(t *testing.T, name string, family int) []string {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatalf("find link %s: %v", name, err)
+	}
+	addrs, err := netlink.AddrList(l, family)
+	if err != nil {
+		t.Fatalf("list addresses of %s: %v", name, err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if family == netlink.FAMILY_V6 && a.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		out = append(out, a.IPNet.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Routes lists a link's routes of one family as "dst" or "dst via gw",
+// sorted, the default route spelled 0.0.0.0/0 (or ::/0).
+func Routes(t *testing.T, name string, family int) []string {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatalf("find link %s: %v", name, err)
+	}
+	routes, err := netlink.RouteList(l, family)
+	if err != nil {
+		t.Fatalf("list routes of %s: %v", name, err)
+	}
+	var out []string
+	for _, r := range routes {
+		dst := "0.0.0.0/0"
+		if family == netlink.FAMILY_V6 {
+			dst = "::/0"
+		}
+		if r.Dst != nil {
+			dst = r.Dst.String()
+		}
+		if r.Gw != nil {
+			dst += " via " + r.Gw.String()
+		}
+		out = append(out, dst)
+	}
+	sort.Strings(out)
+	return out
 }
