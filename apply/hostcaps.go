@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,26 +62,30 @@ func (h *HostSystem) SchedulePowerState(ctx context.Context, req PowerRequest) e
 	return nil
 }
 
-// RunPendingPower changes the power state if a module asked for it: after
-// the delay, with the target's own shutdown command when it has one (so
-// its init runs its shutdown scripts), else by signalling PID 1 the way
-// busybox init understands (SIGTERM reboot, SIGUSR1 halt, SIGUSR2
-// poweroff). It returns nil when nothing was asked.
+// RunPendingPower changes the power state if a module asked for it, once
+// the stages are over: with the target's own shutdown command when it has
+// one (it waits the delay itself, and the init runs its shutdown scripts),
+// else after the delay by signalling PID 1 the way busybox init
+// understands (SIGTERM reboot, SIGUSR1 halt, SIGUSR2 poweroff). It returns
+// nil when nothing was asked; a failed shutdown command is reported even
+// when the signal served instead.
 func (h *HostSystem) RunPendingPower(ctx context.Context) error {
 	req := h.pendingPower
 	if req == nil {
 		return nil
 	}
 	h.pendingPower = nil
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(req.Delay):
-	}
+	var cmdErr error
 	if len(req.Command) > 0 {
-		if err := h.Run(ctx, Command{Argv: req.Command}); err == nil {
+		if cmdErr = h.Run(ctx, Command{Argv: req.Command}); cmdErr == nil {
 			return nil
 		}
+		cmdErr = fmt.Errorf("power_state %s: %s failed, signalling init instead: %w", req.Mode, strings.Join(req.Command, " "), cmdErr)
+	}
+	select {
+	case <-ctx.Done():
+		return errors.Join(cmdErr, ctx.Err())
+	case <-time.After(req.Delay):
 	}
 	sig := map[string]syscall.Signal{"reboot": syscall.SIGTERM, "halt": syscall.SIGUSR1, "poweroff": syscall.SIGUSR2}[req.Mode]
 	if sig == 0 {
@@ -88,9 +93,9 @@ func (h *HostSystem) RunPendingPower(ctx context.Context) error {
 	}
 	unix.Sync()
 	if err := syscall.Kill(1, sig); err != nil {
-		return fmt.Errorf("power_state %s: signal init: %w", req.Mode, err)
+		return errors.Join(cmdErr, fmt.Errorf("power_state %s: signal init: %w", req.Mode, err))
 	}
-	return nil
+	return cmdErr
 }
 
 func prefixToIPNet(p netip.Prefix) *net.IPNet {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +50,23 @@ func (h *HostSystem) SetHostname(name string) error {
 	return nil
 }
 
-// basePath is the environment commands get; cloud-init's subp passes its
+// searchPath is the PATH of baseEnv, where bare command names are looked
+// up inside the target.
+var searchPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// LookPath finds an executable by name on the target's PATH, as
+// exec.LookPath does on the host's.
+func LookPath(root *target.Root, name string) (string, bool) {
+	for _, dir := range searchPath {
+		p := path.Join(dir, name)
+		if fi, err := root.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// baseEnv is the environment commands get; cloud-init's subp passes its
 // own environment on, which in a boot is as minimal as this.
 var baseEnv = []string{
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -83,7 +101,14 @@ func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 			return fmt.Errorf("run %s: %w: running commands in target %s needs root (for chroot)", prog, ErrSkipped, h.Root.Dir())
 		}
 	}
-	if !h.Root.Exists(prog) {
+	if !strings.Contains(prog, "/") {
+		// A bare name is looked up on the target's PATH, never the host's.
+		found, ok := LookPath(h.Root, prog)
+		if !ok {
+			return fmt.Errorf("run %s: %w: no %s on the PATH of target %s", prog, ErrSkipped, prog, h.Root.Dir())
+		}
+		prog = found
+	} else if !h.Root.Exists(prog) {
 		return fmt.Errorf("run %s: %w: %s does not exist in target %s", prog, ErrSkipped, prog, h.Root.Dir())
 	}
 	c := exec.CommandContext(ctx, prog, cmd.Argv[1:]...)
@@ -101,10 +126,8 @@ func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 	// The command's own children must not outlive a cancelled module.
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	if err := h.start(c); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("run %s: %s", prog, ee.ProcessState.String())
-		}
+		// %w keeps the *exec.ExitError: callers read the exit code (a
+		// power_state condition's 1 means "do not").
 		return fmt.Errorf("run %s: %w", prog, err)
 	}
 	return nil

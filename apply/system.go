@@ -37,8 +37,9 @@ type PowerRequest struct {
 	// Delay is shutdown's delay: 0 for "now", else whole minutes.
 	Delay   time.Duration
 	Message string
-	// Timeout is how long to wait for seedinit's own work (the final
-	// stage) to end before acting anyway.
+	// Timeout is cloud-init's wait for its own process to end before
+	// acting anyway; seedinit acts only after its stages have returned,
+	// so there is nothing left to wait for and it is kept for the record.
 	Timeout time.Duration
 	// Command is the shutdown command cloud-init would run in the target
 	// (shutdown -r +5 "msg"), for a System that prefers the target's tool.

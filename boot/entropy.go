@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"path"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply/target"
 )
 
 // RandomSeedFiles are where a root keeps randomness from its last boot:
@@ -69,18 +71,22 @@ func creditEntropy(data []byte) error {
 // and removes it so the same bytes are never credited twice (a clone of
 // the image would otherwise start from the same pool state); a fresh seed
 // is saved at the handoff.
-func seedEntropyFromRoot(log *slog.Logger, dir string) {
+func seedEntropyFromRoot(log *slog.Logger, root *target.Root) {
 	for _, name := range RandomSeedFiles {
-		p := filepath.Join(dir, name)
-		b, err := os.ReadFile(p)
+		b, err := root.ReadFile(name)
 		if err != nil || len(b) == 0 {
+			continue
+		}
+		// Removed before it is credited: a seed that cannot be removed
+		// would be credited again at every boot.
+		if err := root.Remove(name); err != nil {
+			log.Warn("random seed file not removed, so not credited", "file", name, "error", err.Error())
 			continue
 		}
 		if err := creditEntropy(b); err != nil {
 			log.Warn("random seed file not credited", "file", name, "error", err.Error())
 			continue
 		}
-		os.Remove(p)
 		log.Info("random pool seeded", "file", name, "bytes", len(b), "ready", PoolReady())
 		return
 	}
@@ -89,7 +95,7 @@ func seedEntropyFromRoot(log *slog.Logger, dir string) {
 
 // saveRandomSeed writes a fresh seed for the next boot, only from a ready
 // pool: a seed from a weak pool would be worse than none.
-func saveRandomSeed(dir string) error {
+func saveRandomSeed(root *target.Root) error {
 	if !PoolReady() {
 		return errors.New("the random pool is not ready; no seed saved")
 	}
@@ -97,13 +103,8 @@ func saveRandomSeed(dir string) error {
 	if _, err := unix.Getrandom(b, unix.GRND_NONBLOCK); err != nil {
 		return fmt.Errorf("read random seed: %w", err)
 	}
-	p := filepath.Join(dir, RandomSeedFiles[0])
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+	if err := root.MkdirAll(path.Dir(RandomSeedFiles[0]), 0o700, target.Owner{UID: 0, GID: 0}); err != nil {
 		return err
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return root.WriteFile(RandomSeedFiles[0], b, 0o600, target.Owner{UID: 0, GID: 0})
 }

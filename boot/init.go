@@ -118,7 +118,12 @@ func (p *PID1) boot() {
 		p.Timeline.Do("remount root read-write", p.remountRootRW)
 	}
 	p.Timeline.Do("random seed", func() error {
-		seedEntropyFromRoot(p.Log, p.targetDir())
+		root, err := target.Open(p.targetDir())
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		seedEntropyFromRoot(p.Log, root)
 		return nil
 	})
 	p.Timeline.Do("provision", p.provision)
@@ -290,8 +295,13 @@ func (p *PID1) handoff() {
 			log.Warn("remount / read-only", "error", err.Error())
 		}
 	}
-	os.MkdirAll(RunDir, 0o755)
-	os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
+	err := os.MkdirAll(RunDir, 0o755)
+	if err == nil {
+		err = os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
+	}
+	if err != nil {
+		log.Warn("write the timeline", "file", TimelinePath, "error", err.Error())
+	}
 	if p.Initramfs {
 		if err := SwitchRoot(sysroot); err != nil {
 			p.rescue(err)
@@ -326,16 +336,24 @@ func (p *PID1) keepInTarget() {
 	if p.Opts.Disable {
 		return
 	}
-	dir := p.targetDir()
-	if err := saveRandomSeed(dir); err != nil {
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		p.logger().Warn("keep the boot's state in the root", "error", err.Error())
+		return
+	}
+	defer root.Close()
+	if err := saveRandomSeed(root); err != nil {
 		p.logger().Warn("save random seed", "error", err.Error())
 	}
-	data := filepath.Join(dir, "var/lib/cloud/data")
-	if _, err := os.Stat(data); err == nil {
-		tmp := filepath.Join(data, ".seedinit-timeline.json.tmp")
-		if os.WriteFile(tmp, p.Timeline.JSON(), 0o644) == nil {
-			os.Rename(tmp, filepath.Join(data, "seedinit-timeline.json"))
+	// Only where seedinit has kept state before: a root it never
+	// provisioned gets no /var/lib/cloud from a timeline.
+	if root.Exists("/var/lib/cloud/data") {
+		if err := root.WriteFile("/var/lib/cloud/data/seedinit-timeline.json", p.Timeline.JSON(), 0o644, target.KeepOwner); err != nil {
+			p.logger().Warn("keep the timeline in the root", "error", err.Error())
 		}
+	}
+	if err := root.Sync(); err != nil {
+		p.logger().Warn("sync the root", "error", err.Error())
 	}
 }
 

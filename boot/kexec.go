@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/seed"
 )
 
 // KexecSpec names the kernel to boot into instead of handing off: for
@@ -82,15 +84,15 @@ func loadImage(ctx context.Context, root, src, sum string) (*os.File, error) {
 	if isURL(src) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fetch %s: %s", seed.RedactURL(src), seed.RedactError(err, src))
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fetch %s: %s", seed.RedactURL(src), seed.RedactError(err, src))
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("fetch %s: %s", src, resp.Status)
+			return nil, fmt.Errorf("fetch %s: %s", seed.RedactURL(src), resp.Status)
 		}
 		r = io.LimitReader(resp.Body, maxKexecImage+1)
 	} else {
@@ -104,15 +106,15 @@ func loadImage(ctx context.Context, root, src, sum string) (*os.File, error) {
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, r)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", src, err)
+		return nil, fmt.Errorf("read %s: %s", seed.RedactURL(src), seed.RedactError(err, src))
 	}
 	if n > maxKexecImage {
-		return nil, fmt.Errorf("read %s: larger than %d MiB", src, maxKexecImage>>20)
+		return nil, fmt.Errorf("read %s: larger than %d MiB", seed.RedactURL(src), maxKexecImage>>20)
 	}
 	if sum != "" {
 		got := sha256.Sum256(buf.Bytes())
 		if hex.EncodeToString(got[:]) != sum {
-			return nil, fmt.Errorf("%s: sha256 %x does not match %s", src, got, sum)
+			return nil, fmt.Errorf("%s: sha256 %x does not match %s", seed.RedactURL(src), got, sum)
 		}
 	}
 	fd, err := unix.MemfdCreate("seedinit-kexec", unix.MFD_CLOEXEC)
@@ -151,11 +153,11 @@ func Kexec(root string, k KexecSpec) error {
 		initrdFd, flags = int(initrd.Fd()), 0
 	}
 	if err := unix.KexecFileLoad(int(kernel.Fd()), initrdFd, k.Cmdline, flags); err != nil {
-		return fmt.Errorf("kexec: load %s: %w", k.Kernel, err)
+		return fmt.Errorf("kexec: load %s: %w", seed.RedactURL(k.Kernel), err)
 	}
 	unix.Sync()
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_KEXEC); err != nil {
-		return fmt.Errorf("kexec: reboot into %s: %w", k.Kernel, err)
+		return fmt.Errorf("kexec: reboot into %s: %w", seed.RedactURL(k.Kernel), err)
 	}
 	return nil
 }

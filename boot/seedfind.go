@@ -56,9 +56,12 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 			env.Interface, env.DHCPServer = l.Interface, l.ServerID
 			p.Log.Info("ephemeral network up", "interface", l.Interface, "address", l.Address.String(), "server", l.ServerID.String())
 			haveNetwork = true
-			if len(up.ResolvConf) > 0 {
-				// The initramfs's own resolver, for metadata URLs by name.
-				os.WriteFile("/etc/resolv.conf", up.ResolvConf, 0o644)
+			if len(up.ResolvConf) > 0 && p.Initramfs {
+				// The initramfs's own resolver, for metadata URLs by name;
+				// a real root's resolv.conf is the network module's.
+				if err := os.WriteFile("/etc/resolv.conf", up.ResolvConf, 0o644); err != nil {
+					p.Log.Warn("write the initramfs's resolv.conf", "error", err.Error())
+				}
 			}
 			return nil
 		}

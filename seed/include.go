@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -174,6 +175,15 @@ func RedactURL(rawURL string) string {
 		u.RawQuery, u.ForceQuery = "REDACTED", false
 	}
 	return u.String()
+}
+
+// RedactError is err's text with rawURL in it redacted: net/http's and
+// net/url's errors quote the whole URL, query string included.
+func RedactError(err error, rawURL string) string {
+	if err == nil {
+		return ""
+	}
+	return strings.ReplaceAll(err.Error(), rawURL, RedactURL(rawURL))
 }
 
 // include is UserDataProcessor._do_include: one URL per line, "#include"

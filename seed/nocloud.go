@@ -88,7 +88,16 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 			return nil, err
 		} else if ok {
 			s.NetworkConfig, s.NetworkFormat = netRaw, alt.format
-			break
+			return s, nil
+		}
+	}
+	// A cloud's own layout: network-config.<format> (EC2's per-NIC tree).
+	if matches, _ := filepath.Glob(filepath.Join(dir, "network-config.*")); len(matches) > 0 {
+		name := filepath.Base(matches[0])
+		if netRaw, ok, err = read(name); err != nil {
+			return nil, err
+		} else if ok {
+			s.NetworkConfig, s.NetworkFormat = netRaw, strings.TrimPrefix(name, "network-config.")
 		}
 	}
 	return s, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed"
 )
 
 // PhoneHomeAllKeys is what post: all sends, in cloud-init's order.
@@ -128,7 +129,7 @@ func encodeForm(form []formField) string {
 func postForm(ctx context.Context, target string, form []formField, tries int) error {
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("post to %q: not an http or https URL", target)
+		return fmt.Errorf("post to %q: not an http or https URL", seed.RedactURL(target))
 	}
 	body := encodeForm(form)
 	var errs []error
@@ -137,7 +138,7 @@ func postForm(ctx context.Context, target string, form []formField, tries int) e
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("try %d: %w", try, err))
+		errs = append(errs, fmt.Errorf("try %d: %s", try, seed.RedactError(err, u.String())))
 		if try < tries {
 			select {
 			case <-ctx.Done():
@@ -146,7 +147,7 @@ func postForm(ctx context.Context, target string, form []formField, tries int) e
 			}
 		}
 	}
-	return fmt.Errorf("post to %s failed in %d tries: %w", u.Redacted(), max(tries, 1), errors.Join(errs...))
+	return fmt.Errorf("post to %s failed in %d tries: %w", seed.RedactURL(u.String()), max(tries, 1), errors.Join(errs...))
 }
 
 func postOnce(ctx context.Context, target, body string) error {

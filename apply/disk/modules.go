@@ -111,7 +111,12 @@ func runGrowpart(ctx context.Context, env *apply.Env) error {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		res, err := growEntry(DefaultHost, hostMountPoint(env, entry))
+		hostEntry, err := hostMountPoint(env, entry)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("growpart: devices item %d (%s): %w", i, entry, err))
+			continue
+		}
+		res, err := growEntry(DefaultHost, hostEntry)
 		switch {
 		case errors.Is(err, ErrUnsupportedDevice), errors.Is(err, ErrNotFound):
 			// cloud-init reports these as SKIPPED, not failures.
@@ -132,14 +137,17 @@ func runGrowpart(ctx context.Context, env *apply.Env) error {
 // hostMountPoint turns a mount point of the target into the running
 // system's path: "/" is /sysroot while PID 1 provisions the root it is
 // about to switch to. Device paths are the kernel's and stay as they are.
-func hostMountPoint(env *apply.Env, p string) string {
+func hostMountPoint(env *apply.Env, p string) (string, error) {
 	if strings.HasPrefix(p, "/dev/") {
-		return p
+		return p, nil
 	}
-	if hp, err := env.Root.HostPath(p); err == nil {
-		return hp
+	// Never fall back to p itself: with the target at /sysroot, "/" would
+	// be the initramfs's own root.
+	hp, err := env.Root.HostPath(p)
+	if err != nil {
+		return "", fmt.Errorf("find %s in the target: %w", p, err)
 	}
-	return p
+	return hp, nil
 }
 
 // EntryDevice finds the partition a growpart devices entry names: a mount
@@ -237,7 +245,11 @@ func runResizefs(ctx context.Context, env *apply.Env) error {
 		// goroutine would not survive the handoff to the real init.
 		env.Log.Debug("resizefs: noblock: resizing in the foreground, the online resize does not block for long")
 	}
-	res, err := GrowFS(hostMountPoint(env, "/"))
+	mp, err := hostMountPoint(env, "/")
+	if err != nil {
+		return fmt.Errorf("resizefs: %w", err)
+	}
+	res, err := GrowFS(mp)
 	if errors.Is(err, ErrUnsupportedFS) {
 		return apply.Skip("%v", err)
 	}

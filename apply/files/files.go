@@ -19,6 +19,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed"
 )
 
 func init() {
@@ -122,10 +123,10 @@ func entryContent(ctx context.Context, env *apply.Env, e *Entry) ([]byte, bool) 
 		return b, true
 	}
 	if len(e.Content) == 0 {
-		env.Warn("write_files: item %d (%s): fetch source %s: %v; no content to fall back to: not written", e.Index, e.Path, redactURL(e.Source.URI), err)
+		env.Warn("write_files: item %d (%s): fetch source %s: %s; no content to fall back to: not written", e.Index, e.Path, seed.RedactURL(e.Source.URI), seed.RedactError(err, e.Source.URI))
 		return nil, false
 	}
-	env.Warn("write_files: item %d (%s): fetch source %s: %v; writing its content instead", e.Index, e.Path, redactURL(e.Source.URI), err)
+	env.Warn("write_files: item %d (%s): fetch source %s: %s; writing its content instead", e.Index, e.Path, seed.RedactURL(e.Source.URI), seed.RedactError(err, e.Source.URI))
 	return e.Content, true
 }
 
@@ -221,21 +222,6 @@ func fetchSource(ctx context.Context, env *apply.Env, src *Source) ([]byte, erro
 		return b, nil
 	}
 	return nil, fmt.Errorf("unsupported URL scheme %q", u.Scheme)
-}
-
-// redactURL keeps credentials in a URL out of messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
-	}
-	return u.String()
 }
 
 // userDB is the target's /etc/passwd and /etc/group: owners are the

@@ -86,7 +86,7 @@ func applyAPTConfig(root *target.Root, cfg apply.Config) error {
 			}
 			return
 		}
-		if _, err := root.WriteFileIfChanged(file, []byte(text), 0o644, target.Owner{}); err != nil {
+		if _, err := root.WriteFileIfChanged(file, []byte(text), fileMode(text, false), target.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("write %s: %w", file, err))
 		}
 	}
@@ -164,7 +164,7 @@ func addAPTSources(ctx context.Context, env *apply.Env, cfg apply.Config) error 
 		if match.MatchString(line) {
 			bin, ok := which(env, "add-apt-repository")
 			if !ok {
-				errs = append(errs, fmt.Errorf("add apt source %s (%s): add-apt-repository is not available on this image", name, line))
+				errs = append(errs, fmt.Errorf("add apt source %s (%s): add-apt-repository is not available on this image", name, hideCredentials(line)))
 				continue
 			}
 			if err := env.Sys.Run(ctx, apply.Command{Argv: []string{bin, "--no-update", line}}); err != nil {
@@ -201,7 +201,7 @@ func writeSourceLine(root *target.Root, file, line string, appendMode bool) erro
 		}
 		content = string(old) + content
 	}
-	if _, err := root.WriteFileIfChanged(file, []byte(content), 0o644, target.Owner{}); err != nil {
+	if _, err := root.WriteFileIfChanged(file, []byte(content), fileMode(content, false), target.Owner{}); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	return nil

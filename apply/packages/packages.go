@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
@@ -224,4 +226,19 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// urlCredentials finds user:password@ in URLs (apt sources, proxies, yum
+// baseurls), which must reach neither messages nor world-readable files.
+var urlCredentials = regexp.MustCompile(`(://)[^/@\s]+@`)
+
+// hideCredentials masks the credentials of every URL in s.
+func hideCredentials(s string) string { return urlCredentials.ReplaceAllString(s, "${1}REDACTED@") }
+
+// fileMode is 0600 for a file that holds credentials, 0644 otherwise.
+func fileMode(text string, secret bool) fs.FileMode {
+	if secret || urlCredentials.MatchString(text) {
+		return 0o600
+	}
+	return 0o644
 }

@@ -67,7 +67,8 @@ func runYumAddRepo(ctx context.Context, env *apply.Env) error {
 			errs = append(errs, fmt.Errorf("add yum repo %q: %w", id, err))
 			continue
 		}
-		if err := env.Root.WriteFile(file, []byte(text), 0o644, target.Owner{}); err != nil {
+		_, hasPassword := repo["password"]
+		if err := env.Root.WriteFile(file, []byte(text), fileMode(text, hasPassword), target.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("add yum repo %q: write %s: %w", id, file, err))
 		}
 	}

@@ -67,12 +67,39 @@ func InstanceData(root *target.Root, s *seed.Seed, merged map[string]any, versio
 // Redacted is the instance data readable by everyone: sensitive keys are
 // replaced as cloud-init does in instance-data.json.
 func Redacted(data map[string]any) map[string]any {
-	out := make(map[string]any, len(data))
-	for k, v := range data {
-		out[k] = v
+	sensitive := map[string]bool{}
+	if keys, ok := data["sensitive_keys"].([]any); ok {
+		for _, k := range keys {
+			if s, ok := k.(string); ok {
+				sensitive[s] = true
+			}
+		}
 	}
-	out["merged_cfg"] = "redacted for non-root user"
-	return out
+	return redactKeys(data, sensitive).(map[string]any)
+}
+
+// redactKeys copies v with every value under a sensitive key, at any
+// depth, replaced as cloud-init's redact_sensitive_keys does.
+func redactKeys(v any, sensitive map[string]bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if sensitive[k] {
+				out[k] = "redacted for non-root user"
+				continue
+			}
+			out[k] = redactKeys(e, sensitive)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactKeys(e, sensitive)
+		}
+		return out
+	}
+	return v
 }
 
 func osRelease(root *target.Root) map[string]any {

@@ -55,7 +55,7 @@ func Build(out string, o Options) error {
 	if err != nil {
 		return fmt.Errorf("build %s %s seed image %s: %w", o.Kind, o.Format, out, err)
 	}
-	if err := os.Chmod(tmpName, 0o644); err != nil {
+	if err := os.Chmod(tmpName, 0o600); err != nil {
 		return fmt.Errorf("build seed image %s: %w", out, err)
 	}
 	if err := os.Rename(tmpName, out); err != nil {
@@ -78,7 +78,7 @@ func buildISO(out, label string, files map[string][]byte) (err error) {
 	if err := writeTree(workspace, files); err != nil {
 		return fmt.Errorf("stage files: %w", err)
 	}
-	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

@@ -439,7 +439,7 @@ func writeTree(dir string, files map[string][]byte) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
 			return err
 		}
 	}

@@ -263,8 +263,8 @@ func TestBuildLabelAndSize(t *testing.T) {
 			if o.Kind == ConfigDrive && o.Format == VFAT && fi.Size() != 64<<20 {
 				t.Errorf("config drive vfat is %d bytes, want Nova's 64 MiB", fi.Size())
 			}
-			if fi.Mode().Perm() != 0o644 {
-				t.Errorf("image mode %o, want 0644", fi.Mode().Perm())
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("image mode %o, want 0600: it holds user-data", fi.Mode().Perm())
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/seedinit/seedinit/seed"
@@ -42,6 +43,15 @@ func FetchToDir(s *seed.Seed, dir string) error {
 		}
 		if err := writeFileAtomic(p, data); err != nil {
 			errs = append(errs, fmt.Errorf("write seed file %s: %w", p, err))
+		}
+	}
+	// A cloud's own network layout (network-config.<format>).
+	for name, data := range files {
+		if !slices.Contains(seedFileNames, name) {
+			p := filepath.Join(dir, name)
+			if err := writeFileAtomic(p, data); err != nil {
+				errs = append(errs, fmt.Errorf("write seed file %s: %w", p, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -90,7 +100,6 @@ func SeedFiles(s *seed.Seed) (map[string][]byte, error) {
 	if s.VendorData != nil {
 		files["vendor-data"] = s.VendorData
 	}
-	var errs []error
 	switch s.NetworkFormat {
 	case "":
 	case "v1", "v2", "disabled":
@@ -102,8 +111,8 @@ func SeedFiles(s *seed.Seed) (map[string][]byte, error) {
 	case "eni":
 		files["network-interfaces"] = s.NetworkConfig
 	default:
-		// A cloud's own layout (EC2's per-NIC tree and the like): kept
-		// for the bug report under its name; the NoCloud loader ignores it.
+		// A cloud's own layout (EC2's per-NIC tree and the like), kept
+		// under its name; the NoCloud loader reads it back with its format.
 		files["network-config."+strings.ReplaceAll(s.NetworkFormat, "/", "_")] = s.NetworkConfig
 	}
 	idata, err := json.MarshalIndent(InstanceData(s), "", "  ")
@@ -111,7 +120,7 @@ func SeedFiles(s *seed.Seed) (map[string][]byte, error) {
 		return nil, fmt.Errorf("encode instance-data.json: %w", err)
 	}
 	files["instance-data.json"] = append(idata, '\n')
-	return files, errors.Join(errs...)
+	return files, nil
 }
 
 // InstanceData is the datasource part of cloud-init's instance-data.json:
