@@ -55,8 +55,13 @@ func (h *HostSystem) SetHostname(name string) error {
 var searchPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 
 // LookPath finds an executable by name on the target's PATH, as
-// exec.LookPath does on the host's.
+// exec.LookPath does on the host's (cloud-init's subp.which); a name with
+// a slash is checked where it is.
 func LookPath(root *target.Root, name string) (string, bool) {
+	if strings.Contains(name, "/") {
+		fi, err := root.Stat(name)
+		return name, err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	}
 	for _, dir := range searchPath {
 		p := path.Join(dir, name)
 		if fi, err := root.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {

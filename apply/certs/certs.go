@@ -242,14 +242,12 @@ func splitLines(s string) []string {
 
 func runUpdateCommand(ctx context.Context, env *apply.Env, s Store) error {
 	name := s.UpdateCommand[0]
-	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/bin", "/sbin"} {
-		if env.Root.Exists(path.Join(dir, name)) {
-			argv := append([]string{path.Join(dir, name)}, s.UpdateCommand[1:]...)
-			if err := env.Sys.Run(ctx, apply.Command{Argv: argv}); err != nil {
-				return fmt.Errorf("update the CA store with %s: %w", name, err)
-			}
-			return nil
+	if p, ok := apply.LookPath(env.Root, name); ok {
+		argv := append([]string{p}, s.UpdateCommand[1:]...)
+		if err := env.Sys.Run(ctx, apply.Command{Argv: argv}); err != nil {
+			return fmt.Errorf("update the CA store with %s: %w", name, err)
 		}
+		return nil
 	}
 	env.Warn("ca_certs: %s is not available on this image; certificates were added to %s but the store was not regenerated", name, s.CertDir)
 	return nil

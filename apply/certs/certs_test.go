@@ -293,6 +293,8 @@ func TestModule(t *testing.T) {
 			setup: func(t *testing.T, dir string) {
 				os.MkdirAll(filepath.Join(dir, "etc/pki/ca-trust"), 0o755)
 				writeFile(t, dir, "usr/bin/update-ca-trust", "")
+				// Found as a command only when executable, as which finds it.
+				os.Chmod(filepath.Join(dir, "usr/bin/update-ca-trust"), 0o755)
 			},
 			wantRan: []string{"/usr/bin/update-ca-trust"},
 		},

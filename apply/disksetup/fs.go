@@ -120,17 +120,10 @@ func pickDevice(cands []candidate, s FSSpec) (path string, reuse bool, err error
 	return "", false, errors.New("no partition without a filesystem and none with the wanted one")
 }
 
-// mkfsSearchPath is where subp.which would find mkfs in a Debian-like
-// image.
-var mkfsSearchPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-
 func findMkfs(env *apply.Env, fsType string) string {
 	for _, name := range []string{"mkfs." + fsType, "mk" + fsType} {
-		for _, dir := range mkfsSearchPath {
-			p := dir + "/" + name
-			if st, err := env.Root.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				return p
-			}
+		if p, ok := apply.LookPath(env.Root, name); ok {
+			return p
 		}
 	}
 	return ""

@@ -36,7 +36,7 @@ func runAPTConfigure(ctx context.Context, env *apply.Env) error {
 		}
 		cfg = m
 	}
-	if _, ok := which(env, "apt-get"); !ok {
+	if _, ok := apply.LookPath(env.Root, "apt-get"); !ok {
 		env.Warn("apt_configure: apt is not available on this image; apt settings ignored")
 		return apply.Skip("no apt on this image")
 	}
@@ -99,7 +99,8 @@ func applyAPTConfig(root *target.Root, cfg apply.Config) error {
 	if yaml11.Truthy(cfg["conf"]) {
 		s, err := apply.AsString(cfg["conf"])
 		if err != nil {
-			errs = append(errs, fmt.Errorf("read apt: conf: %w", err))
+			// A bad value leaves the file as it is rather than removing it.
+			return errors.Join(append(errs, fmt.Errorf("read apt: conf: %w", err))...)
 		}
 		conf = s
 	}
@@ -162,7 +163,7 @@ func addAPTSources(ctx context.Context, env *apply.Env, cfg apply.Config) error 
 		}
 		line := expandVars(source, p)
 		if match.MatchString(line) {
-			bin, ok := which(env, "add-apt-repository")
+			bin, ok := apply.LookPath(env.Root, "add-apt-repository")
 			if !ok {
 				errs = append(errs, fmt.Errorf("add apt source %s (%s): add-apt-repository is not available on this image", name, hideCredentials(line)))
 				continue

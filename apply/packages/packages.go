@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"regexp"
 	"strings"
 
@@ -33,18 +32,6 @@ func init() {
 // rebootRequiredFile is where Debian's packages ask for a reboot.
 const rebootRequiredFile = "/var/run/reboot-required"
 
-var binDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-
-func which(env *apply.Env, name string) (string, bool) {
-	for _, d := range binDirs {
-		p := path.Join(d, name)
-		if fi, err := env.Root.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
-}
-
 // Manager is a package manager's command lines, as cloud-init's distro
 // classes build them.
 type Manager struct {
@@ -60,9 +47,9 @@ type Manager struct {
 // DetectManager finds the target's package manager: apt-get, apk, dnf,
 // yum or zypper, in that order.
 func DetectManager(env *apply.Env) (Manager, bool) {
-	if apt, ok := which(env, "apt-get"); ok {
+	if apt, ok := apply.LookPath(env.Root, "apt-get"); ok {
 		base := []string{apt, "--option=Dpkg::Options::=--force-confold", "--option=Dpkg::options::=--force-unsafe-io", "--assume-yes", "--quiet"}
-		if emd, ok := which(env, "eatmydata"); ok {
+		if emd, ok := apply.LookPath(env.Root, "eatmydata"); ok {
 			base = append([]string{emd}, base...)
 		}
 		return Manager{
@@ -70,14 +57,14 @@ func DetectManager(env *apply.Env) (Manager, bool) {
 			VersionFormat: "%s=%s", Env: []string{"DEBIAN_FRONTEND=noninteractive"},
 		}, true
 	}
-	if apk, ok := which(env, "apk"); ok {
+	if apk, ok := apply.LookPath(env.Root, "apk"); ok {
 		return Manager{
 			Name: "apk", Update: []string{apk, "--quiet", "update"}, Upgrade: []string{apk, "--quiet", "upgrade", "--update-cache", "--available"},
 			Install: []string{apk, "--quiet", "add"}, VersionFormat: "%s-%s",
 		}, true
 	}
 	for _, name := range []string{"dnf", "yum"} {
-		if bin, ok := which(env, name); ok {
+		if bin, ok := apply.LookPath(env.Root, name); ok {
 			base := []string{bin}
 			if name == "yum" {
 				base = append(base, "-t")
@@ -86,7 +73,7 @@ func DetectManager(env *apply.Env) (Manager, bool) {
 			return Manager{Name: name, Update: cat(base, "makecache"), Upgrade: cat(base, "upgrade"), Install: cat(base, "install"), VersionFormat: "%s-%s"}, true
 		}
 	}
-	if z, ok := which(env, "zypper"); ok {
+	if z, ok := apply.LookPath(env.Root, "zypper"); ok {
 		base := []string{z, "--non-interactive"}
 		return Manager{Name: "zypper", Update: cat(base, "refresh"), Upgrade: cat(base, "update"), Install: cat(base, "install", "--auto-agree-with-licenses"), VersionFormat: "%s=%s"}, true
 	}

@@ -33,9 +33,9 @@ func runDisableEC2Metadata(ctx context.Context, env *apply.Env) error {
 		return apply.Skip("the target is not the running system; no route to change")
 	}
 	var argv []string
-	if ip, ok := which(env.Root, "ip"); ok {
+	if ip, ok := apply.LookPath(env.Root, "ip"); ok {
 		argv = []string{ip, "route", "add", "prohibit", ec2MetadataAddr.String()}
-	} else if route, ok := which(env.Root, "route"); ok {
+	} else if route, ok := apply.LookPath(env.Root, "route"); ok {
 		argv = []string{route, "add", "-host", ec2MetadataAddr.String(), "reject"}
 	} else {
 		return fmt.Errorf("add a reject route for %s: neither ip nor route is available on this image", ec2MetadataAddr)

@@ -92,7 +92,7 @@ func isBuiltinLocale(l string) bool {
 // generateLocale runs the target's locale-gen, as cloud-init does on
 // Debian, so that the locale it names exists.
 func generateLocale(ctx context.Context, env *apply.Env, locale string) error {
-	bin, ok := which(env.Root, "locale-gen")
+	bin, ok := apply.LookPath(env.Root, "locale-gen")
 	if !ok {
 		return fmt.Errorf("generate locale %q: locale-gen is not available on this image", locale)
 	}

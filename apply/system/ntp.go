@@ -124,7 +124,7 @@ func runNTP(ctx context.Context, env *apply.Env) error {
 	if _, err := env.Root.WriteFileIfChanged(client.ConfPath, text, 0o644, target.Owner{}); err != nil {
 		return fmt.Errorf("write the %s config %s: %w", client.Name, client.ConfPath, err)
 	}
-	if _, ok := which(env.Root, client.CheckExe); !ok {
+	if _, ok := apply.LookPath(env.Root, client.CheckExe); !ok {
 		// cloud-init would install the packages here; seedinit leaves
 		// installing to the packages module and the image.
 		env.Warn("ntp: %s (%s) is not available on this image; its config %s is written for when it is installed (packages: %s)",
@@ -149,7 +149,7 @@ func selectNTPClient(root *target.Root, distro, name string) (ntpClient, error) 
 	}
 	preferred := preferredNTPClients(distro)
 	for _, n := range preferred {
-		if _, ok := which(root, clients[n].CheckExe); ok {
+		if _, ok := apply.LookPath(root, clients[n].CheckExe); ok {
 			return clients[n], nil
 		}
 	}

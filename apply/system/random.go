@@ -149,7 +149,7 @@ func runSeedCommand(ctx context.Context, env *apply.Env, cfg apply.Config, file 
 		}
 		return nil
 	}
-	bin, ok := which(env.Root, argv[0])
+	bin, ok := apply.LookPath(env.Root, argv[0])
 	if !ok {
 		if required {
 			return fmt.Errorf("run random_seed.command: %q is not available on this image but command_required is true", argv[0])

@@ -8,11 +8,8 @@ package system
 import (
 	"context"
 	"net/netip"
-	"path"
-	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
 )
 
 // RandomPool is the capability to feed bytes into the running kernel's
@@ -26,25 +23,6 @@ type RandomPool interface {
 // one address on the running system, as disable_ec2_metadata wants.
 type RouteRejecter interface {
 	RejectRoute(ctx context.Context, dst netip.Addr) error
-}
-
-// searchPath is where a target's commands are looked up, as cloud-init's
-// subp.which would find them on a standard PATH.
-var searchPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-
-// which finds an executable by name (or checks a path) inside the target.
-func which(root *target.Root, name string) (string, bool) {
-	if strings.Contains(name, "/") {
-		fi, err := root.Stat(name)
-		return name, err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-	}
-	for _, dir := range searchPath {
-		p := path.Join(dir, name)
-		if fi, err := root.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
 }
 
 func init() {
