@@ -13,7 +13,9 @@ import (
 // the request number.
 const ioctlBLKPG = 0x1269
 
-func blkpg(f *os.File, op int32, pno int, start, length int64) error {
+// BLKPG does one BLKPG ioctl on the block device f: op is
+// unix.BLKPG_ADD_PARTITION, _DEL_ or _RESIZE_; offsets in bytes.
+func BLKPG(f *os.File, op int32, pno int, start, length int64) error {
 	part := unix.BlkpgPartition{Start: start, Length: length, Pno: int32(pno)}
 	arg := unix.BlkpgIoctlArg{
 		Op:      op,
@@ -32,12 +34,12 @@ func blkpg(f *os.File, op int32, pno int, start, length int64) error {
 // resizeKernelPartition is BLKPG_RESIZE_PARTITION: the kernel's view of
 // partition pno changes size live, mounted or not. Offsets in bytes.
 func resizeKernelPartition(f *os.File, pno int, start, length int64) error {
-	return blkpg(f, unix.BLKPG_RESIZE_PARTITION, pno, start, length)
+	return BLKPG(f, unix.BLKPG_RESIZE_PARTITION, pno, start, length)
 }
 
 // addKernelPartition is BLKPG_ADD_PARTITION (what partx -a does).
 func addKernelPartition(f *os.File, pno int, start, length int64) error {
-	return blkpg(f, unix.BLKPG_ADD_PARTITION, pno, start, length)
+	return BLKPG(f, unix.BLKPG_ADD_PARTITION, pno, start, length)
 }
 
 // syncKernelPartition makes the kernel's partition partnum of dev match the

@@ -69,7 +69,7 @@ func addPartition(t *testing.T, loop string, pno int, start, size uint64) string
 			return
 		}
 		defer f.Close()
-		blkpg(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
+		BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
 	})
 	name := PartitionName(filepath.Base(loop), pno)
 	b, err := DefaultHost.BlockDeviceByName(name)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/disk"
 )
 
 // On a real loop device the new partitions must reach the kernel: this
@@ -41,7 +42,7 @@ func TestSetupDiskLoopDevice(t *testing.T) {
 		// and would make the next user of this loop device fail.
 		if f, err := os.Open(loop); err == nil {
 			for pno := 1; pno <= 4; pno++ {
-				blkpg(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
+				disk.BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
 			}
 			f.Close()
 		}

@@ -198,20 +198,6 @@ func verifyTable(f *os.File, tableType string, plan []Extent) error {
 	return nil
 }
 
-// ioctlBLKPG is _IO(0x12, 105); x/sys/unix has the argument types only.
-const ioctlBLKPG = 0x1269
-
-func blkpg(f *os.File, op int32, pno int, start, length int64) error {
-	part := unix.BlkpgPartition{Start: start, Length: length, Pno: int32(pno)}
-	arg := unix.BlkpgIoctlArg{Op: op, Datalen: int32(unsafeSizeofBlkpgPartition), Data: (*byte)(unsafePointer(&part))}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafePointer(&arg)))
-	keepAlive(&part, f)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
 // TellKernel makes the running kernel see the new table of the block
 // device f: BLKRRPART re-reads it; where the kernel does not parse tables
 // for this device (a loop device without partscan) or refuses because an
@@ -224,12 +210,12 @@ func TellKernel(f *os.File, sectorSize int, plan []Extent) (string, error) {
 	ss := int64(sectorSize)
 	for pno := 1; pno <= 128; pno++ {
 		// ENXIO: no such partition; anything else (EBUSY) is real.
-		if err := blkpg(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0); err != nil && !errors.Is(err, unix.ENXIO) {
+		if err := disk.BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0); err != nil && !errors.Is(err, unix.ENXIO) {
 			return "", fmt.Errorf("remove the kernel's old partition %d (BLKPG_DEL_PARTITION): %w", pno, err)
 		}
 	}
 	for i, e := range plan {
-		if err := blkpg(f, unix.BLKPG_ADD_PARTITION, i+1, int64(e.Start)*ss, int64(e.Size)*ss); err != nil {
+		if err := disk.BLKPG(f, unix.BLKPG_ADD_PARTITION, i+1, int64(e.Start)*ss, int64(e.Size)*ss); err != nil {
 			return "", fmt.Errorf("add partition %d to the kernel (BLKPG_ADD_PARTITION): %w", i+1, err)
 		}
 	}
