@@ -163,6 +163,10 @@ func fetchHTTP(ctx context.Context, rawURL string, limit int64) ([]byte, error) 
 func RedactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		// Unparsable: nothing after a query or fragment mark, and short.
+		if i := strings.IndexAny(rawURL, "?#"); i >= 0 {
+			rawURL = rawURL[:i]
+		}
 		if utf8.RuneCountInString(rawURL) > 60 {
 			return string([]rune(rawURL)[:60]) + "..."
 		}
@@ -174,6 +178,7 @@ func RedactURL(rawURL string) string {
 	if u.RawQuery != "" || u.ForceQuery {
 		u.RawQuery, u.ForceQuery = "REDACTED", false
 	}
+	u.Fragment, u.RawFragment = "", ""
 	return u.String()
 }
 

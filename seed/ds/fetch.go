@@ -10,8 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/seedinit/seedinit/seed"
 )
 
 // FetchOptions bound every HTTP request a datasource makes.
@@ -160,19 +161,9 @@ func IsNotFound(err error) bool {
 // ErrTooLarge is a body over MaxBytes.
 var ErrTooLarge = errors.New("response body over the size limit")
 
-// Redact drops the query, fragment and user info from a URL, for logs and
+// Redact hides the query, fragment and user info of a URL, for logs and
 // errors: IMDS tokens and signed URLs live there.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.IndexAny(raw, "?#"); i >= 0 {
-			return raw[:i]
-		}
-		return raw
-	}
-	u.RawQuery, u.Fragment, u.User = "", "", nil
-	return u.String()
-}
+func Redact(raw string) string { return seed.RedactURL(raw) }
 
 // Get fetches a URL with extra headers (nil for none).
 func (f *Fetcher) Get(ctx context.Context, rawURL string, header http.Header) (*Response, error) {
@@ -224,7 +215,7 @@ func (f *Fetcher) Do(ctx context.Context, req Request) (*Response, error) {
 		if errors.Is(err, ErrTooLarge) || ctx.Err() != nil {
 			return nil, lastErr
 		}
-		f.Log.Debug("metadata request failed", "url", shown, "attempt", attempt+1, "error", redactErr(err, req.URL, shown))
+		f.Log.Debug("metadata request failed", "url", shown, "attempt", attempt+1, "error", seed.RedactError(err, req.URL))
 	}
 	return nil, lastErr
 }
@@ -291,8 +282,4 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-func redactErr(err error, full, shown string) string {
-	return strings.ReplaceAll(err.Error(), full, shown)
 }

@@ -105,7 +105,7 @@ func TestFetcherRespectsContext(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	cases := map[string]string{
-		"http://u:p@h/x?token=1#f": "http://h/x",
+		"http://u:p@h/x?token=1#f": "http://REDACTED@h/x?REDACTED",
 		"http://h/a/b":             "http://h/a/b",
 		"::bad?x=1":                "::bad",
 	}
