@@ -231,10 +231,21 @@ func resizeRootfs(cfg apply.Config) (enabled, noblock bool) {
 	return false, false
 }
 
+// isFalseSpelling reports whether v says "off" in one of cloud-init's
+// ways, as opposed to being something else altogether.
+func isFalseSpelling(v any) bool {
+	b, err := apply.AsBool(v)
+	return err == nil && !b
+}
+
 func runResizefs(ctx context.Context, env *apply.Env) error {
 	enabled, noblock := resizeRootfs(env.Config)
 	if !enabled {
-		env.Log.Debug("resizefs: resizing disabled by resize_rootfs")
+		if v, ok := env.Config["resize_rootfs"]; ok && !isFalseSpelling(v) {
+			env.Warn("resizefs: resize_rootfs %v is neither a boolean nor \"noblock\"; not resizing", v)
+		} else {
+			env.Log.Debug("resizefs: resizing disabled by resize_rootfs")
+		}
 		return nil
 	}
 	if !env.Sys.Live() {

@@ -1,6 +1,7 @@
 package packages
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +18,22 @@ func FuzzDearmor(f *testing.F) {
 
 func FuzzFormatYumRepo(f *testing.F) {
 	f.Add("baseurl", "http://x\ny", "Name-X", "v")
+	f.Add("baseurl", "http://x", "a\n[evil]\nb", "v")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
-		_, _ = FormatYumRepo("id", apply.Config{k1: v1, k2: []any{v2, true}}, time.Unix(0, 0))
+		text, err := FormatYumRepo("id", apply.Config{k1: v1, k2: []any{v2, true}}, time.Unix(0, 0))
+		if err != nil {
+			return
+		}
+		// Whatever the keys and values, the file has the one section.
+		headers := 0
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "[") {
+				headers++
+			}
+		}
+		if headers != 1 {
+			t.Errorf("%d section headers in:\n%s", headers, text)
+		}
 	})
 }
 

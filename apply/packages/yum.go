@@ -88,6 +88,11 @@ func FormatYumRepo(id string, repo apply.Config, at time.Time) (string, error) {
 		if nk == "" {
 			continue
 		}
+		// A key with a line break, '[' or '=' would write a line of its
+		// own choosing into the .repo file, a section header among them.
+		if strings.ContainsAny(nk, "\n\r[]=") {
+			return "", fmt.Errorf("key %q: not a repo option name", k)
+		}
 		if _, dup := norm[nk]; !dup {
 			keys = append(keys, nk)
 		}
@@ -98,6 +103,9 @@ func FormatYumRepo(id string, repo apply.Config, at time.Time) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString("# Created by cloud-init on " + at.UTC().Format(time.RFC1123Z) + "\n")
+	if strings.ContainsAny(id, "\n\r[]") {
+		return "", fmt.Errorf("repo id %q: not a section name", id)
+	}
 	b.WriteString("[" + id + "]\n")
 	for _, k := range keys {
 		v, err := yumValue(norm[k])

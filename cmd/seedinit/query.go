@@ -69,16 +69,18 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 // it is readable, as cloud-init query does for root; the v1 keys are also
 // offered at the top level.
 func readInstanceData(root *target.Root) (map[string]any, error) {
-	b, err := root.ReadFile("/run/cloud-init/instance-data-sensitive.json")
+	name := "/run/cloud-init/instance-data-sensitive.json"
+	b, err := root.ReadFile(name)
 	if err != nil {
-		b, err = root.ReadFile("/run/cloud-init/instance-data.json")
+		name = "/run/cloud-init/instance-data.json"
+		b, err = root.ReadFile(name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("no instance data in %s (has seedinit run?): %w", root.Dir(), err)
 	}
 	var data map[string]any
 	if err := json.Unmarshal(b, &data); err != nil {
-		return nil, fmt.Errorf("parse instance data: %w", err)
+		return nil, fmt.Errorf("parse %s: %w", name, err)
 	}
 	if v1, ok := data["v1"].(map[string]any); ok {
 		for k, v := range v1 {
