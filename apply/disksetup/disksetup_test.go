@@ -219,9 +219,14 @@ func TestNeverOverwrite(t *testing.T) {
 				cloudInitCommands(t, GPT, img, size, twoParts)
 				f, _ := os.OpenFile(img, os.O_RDWR, 0)
 				defer f.Close()
-				// Break both headers' CRCs; the protective MBR remains.
-				f.WriteAt([]byte{0xff}, 512+16)
-				f.WriteAt([]byte{0xff}, size-512+16)
+				// Break both headers' CRCs (flipping a byte: writing a fixed
+				// value left the CRC intact when the byte already had it);
+				// the protective MBR remains.
+				for _, off := range []int64{512 + 16, size - 512 + 16} {
+					b := make([]byte, 1)
+					f.ReadAt(b, off)
+					f.WriteAt([]byte{^b[0]}, off)
+				}
 			},
 			spec:     DiskSpec{TableType: GPT, Layout: twoParts},
 			wantNote: "disk in use (unreadable partition table: a GPT protective MBR but no valid GPT header)",
