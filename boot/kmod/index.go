@@ -8,8 +8,6 @@ package kmod
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -115,24 +113,6 @@ func isModuleFile(name string) bool {
 		}
 	}
 	return false
-}
-
-// readModinfo returns the key=value strings of an ELF module's .modinfo.
-func readModinfo(p string) ([]string, error) {
-	f, err := elf.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sec := f.Section(".modinfo")
-	if sec == nil {
-		return nil, errors.New("no .modinfo section")
-	}
-	b, err := sec.Data()
-	if err != nil {
-		return nil, err
-	}
-	return ParseModinfo(b), nil
 }
 
 // ParseModinfo splits a .modinfo section's NUL-separated strings.
