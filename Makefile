@@ -3,7 +3,6 @@
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO      ?= go
 BIN     := bin/seedinit
-LDFLAGS := -s -w -X github.com/seedinit/seedinit/apply.Version=$(VERSION)
 export CGO_ENABLED := 0
 
 .PHONY: help build test deps test-go e2e lint demo clean fuzz bench bench-cloudinit
@@ -11,8 +10,8 @@ export CGO_ENABLED := 0
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build the static binary bin/seedinit
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/seedinit
+build: ## build the static binary bin/seedinit (flags and why: scripts/build-seedinit)
+	GO=$(GO) scripts/build-seedinit $(BIN) $(VERSION)
 
 test: deps lint test-go e2e ## install what the tests need (as root), then run every test; tests that cannot run say why
 
@@ -22,7 +21,7 @@ deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; i
 	@scripts/ec2-mock >/dev/null || echo "deps: no EC2 metadata mock; its tests will skip"
 
 test-go:
-	$(GO) test -count=1 ./...
+	$(GO) test -tags nethttpomithttp2 -count=1 ./...
 
 e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs and check each scenario
 	scripts/e2e

@@ -32,7 +32,7 @@ fetch_kernel() {
 
 # build_seedinit OUT VERSION: the static binary, built as `make build` does.
 build_seedinit() {
-	(cd "$top" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/seedinit/seedinit/apply.Version=$2" -o "$1" ./cmd/seedinit)
+	"$top/scripts/build-seedinit" "$1" "$2"
 }
 
 # make_busybox_root DIR INIT: a small busybox system whose /sbin/init is the
