@@ -118,8 +118,18 @@ func (r *Root) HostPath(name string) (string, error) {
 }
 
 func (r *Root) resolve(name string, followLast bool) (string, error) {
+	// The walk holds a directory handle per resolved component, so each
+	// step costs one fstatat (and an openat for a directory) instead of
+	// an os.Root lookup that walks the whole prefix again: a module
+	// resolves hundreds of paths. Handles of components that do not exist
+	// are -1, and nothing below them is looked up.
+	top, err := unix.Open(r.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "open", Path: r.dir, Err: err})
+	}
+	w := walk{fds: []int{top}}
+	defer w.closeAll()
 	pending := splitPath(name)
-	var done []string
 	links := 0
 	for len(pending) > 0 {
 		part := pending[0]
@@ -128,45 +138,114 @@ func (r *Root) resolve(name string, followLast bool) (string, error) {
 		case "", ".":
 			continue
 		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
+			w.pop()
 			continue
 		}
-		candidate := path.Join(append(append([]string{}, done...), part)...)
-		if len(pending) == 0 && !followLast {
-			done = append(done, part)
-			break
+		dir := w.dir()
+		if (len(pending) == 0 && !followLast) || dir < 0 {
+			w.push(part, -1)
+			continue
 		}
-		fi, err := r.root.Lstat(candidate)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				done = append(done, part)
+		var st unix.Stat_t
+		err := unix.Fstatat(dir, part, &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+			w.push(part, -1)
+			continue
+		case err != nil:
+			return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "lstat", Path: w.path(part), Err: err})
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			if len(pending) == 0 {
+				w.push(part, -1)
 				continue
 			}
-			return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, err)
+			fd, err := unix.Openat(dir, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "open", Path: w.path(part), Err: err})
+			}
+			w.push(part, fd)
+		case unix.S_IFLNK:
+			links++
+			if links > maxSymlinks {
+				return "", fmt.Errorf("resolve %s in %s: too many levels of symbolic links", name, r.dir)
+			}
+			dest, err := readlinkat(dir, part)
+			if err != nil {
+				return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "readlink", Path: w.path(part), Err: err})
+			}
+			if strings.HasPrefix(dest, "/") {
+				w.toTop()
+			}
+			pending = append(splitPath(dest), pending...)
+		default:
+			w.push(part, -1)
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			done = append(done, part)
-			continue
-		}
-		links++
-		if links > maxSymlinks {
-			return "", fmt.Errorf("resolve %s in %s: too many levels of symbolic links", name, r.dir)
-		}
-		dest, err := r.root.Readlink(candidate)
-		if err != nil {
-			return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, err)
-		}
-		if strings.HasPrefix(dest, "/") {
-			done = nil
-		}
-		pending = append(splitPath(dest), pending...)
 	}
-	if len(done) == 0 {
+	if len(w.names) == 0 {
 		return ".", nil
 	}
-	return path.Join(done...), nil
+	return strings.Join(w.names, "/"), nil
+}
+
+// walk is the state of resolve: the components resolved so far and, for
+// each, a directory handle (fds[0] is the target's top, fds[i+1] belongs to
+// names[i]).
+type walk struct {
+	names []string
+	fds   []int
+}
+
+func (w *walk) dir() int { return w.fds[len(w.fds)-1] }
+
+func (w *walk) push(name string, fd int) {
+	w.names = append(w.names, name)
+	w.fds = append(w.fds, fd)
+}
+
+// pop goes up one level; ".." at the top stays at the top.
+func (w *walk) pop() {
+	if len(w.names) == 0 {
+		return
+	}
+	if fd := w.dir(); fd >= 0 {
+		unix.Close(fd)
+	}
+	w.names = w.names[:len(w.names)-1]
+	w.fds = w.fds[:len(w.fds)-1]
+}
+
+func (w *walk) toTop() {
+	for len(w.names) > 0 {
+		w.pop()
+	}
+}
+
+func (w *walk) closeAll() {
+	for _, fd := range w.fds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+func (w *walk) path(last string) string {
+	return path.Join(path.Join(w.names...), last)
+}
+
+// readlinkat reads a symlink's target, growing the buffer up to PATH_MAX.
+func readlinkat(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size || size >= unix.PathMax {
+			return string(buf[:n]), nil
+		}
+	}
 }
 
 func splitPath(p string) []string {
