@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/seedinit/seedinit/apply/target"
 )
@@ -209,7 +210,7 @@ func removeDangling(root *target.Root, dir string) error {
 	return errors.Join(errs...)
 }
 
-var hashLinkName = regexp.MustCompile(`^[0-9a-f]{8}\.r?[0-9]+$`)
+var hashLinkName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{8}\.r?[0-9]+$`) })
 
 // Rehash makes the <subject-hash>.N links `openssl rehash` makes in dir:
 // one per distinct certificate in the *.pem, *.crt and *.cer files that
@@ -225,7 +226,7 @@ func Rehash(root *target.Root, dir string) error {
 	for _, e := range entries {
 		n := e.Name()
 		p := path.Join(dir, n)
-		if hashLinkName.MatchString(n) && isLink(root, p) {
+		if hashLinkName().MatchString(n) && isLink(root, p) {
 			if err := root.Remove(p); err != nil {
 				errs = append(errs, fmt.Errorf("rehash %s: remove %s: %w", dir, p, err))
 			}

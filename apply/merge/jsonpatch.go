@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -193,11 +194,11 @@ func patchOps(raw any) ([]patchOp, error) {
 	return ops, nil
 }
 
-var invalidEscapeRE = regexp.MustCompile(`~[^01]|~$`)
+var invalidEscapeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`~[^01]|~$`) })
 
 // parsePointer splits an RFC 6901 pointer into its unescaped parts.
 func parsePointer(s string) ([]string, error) {
-	if m := invalidEscapeRE.FindString(s); m != "" {
+	if m := invalidEscapeRE().FindString(s); m != "" {
 		return nil, fmt.Errorf("pointer %q: invalid escape %q", s, m)
 	}
 	parts := strings.Split(s, "/")
@@ -234,7 +235,7 @@ type endOfList struct{}
 // indexRE is jsonpointer's index check, which Python's re.match anchors at
 // the start only for the "0" branch: "01" and "0_1" pass, and int() reads
 // them.
-var indexRE = regexp.MustCompile(`^(?:0|[1-9][0-9]*\n?$)`)
+var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:0|[1-9][0-9]*\n?$)`) })
 
 func resolvePart(doc any, part string) (step, error) {
 	switch d := doc.(type) {
@@ -244,7 +245,7 @@ func resolvePart(doc any, part string) (step, error) {
 		if part == "-" {
 			return step{kind: stepEnd}, nil
 		}
-		if !indexRE.MatchString(part) {
+		if !indexRE().MatchString(part) {
 			return step{}, fmt.Errorf("%q is not a valid sequence index", part)
 		}
 		n, ok := pyInt(part)
@@ -672,10 +673,12 @@ func (p *jsonParser) value(depth int) (any, error) {
 	return nil, p.errorf("expecting value")
 }
 
-var jsonNumberRE = regexp.MustCompile(`^(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
+var jsonNumberRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
+})
 
 func (p *jsonParser) number() (any, error) {
-	m := jsonNumberRE.FindStringSubmatch(p.s[p.i:])
+	m := jsonNumberRE().FindStringSubmatch(p.s[p.i:])
 	if m == nil {
 		return nil, p.errorf("expecting value")
 	}

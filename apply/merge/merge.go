@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -76,7 +77,7 @@ var knownOptions = []string{
 	"allow_delete",
 }
 
-var mergerNameRE = regexp.MustCompile(`^([a-zA-Z_][A-Za-z0-9_]*)\((.*?)\)$`)
+var mergerNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-zA-Z_][A-Za-z0-9_]*)\((.*?)\)$`) })
 
 // ParseSpec reads a merge spec string such as
 // "dict(recurse_array,no_replace)+list(append)+str()", as a Merge-Type
@@ -89,7 +90,7 @@ func ParseSpec(s string) (Spec, error) {
 		if item == "" {
 			continue
 		}
-		m := mergerNameRE.FindStringSubmatch(item)
+		m := mergerNameRE().FindStringSubmatch(item)
 		if m == nil {
 			return nil, fmt.Errorf("parse merge spec item %d %q: want name(options)", i+1, item)
 		}

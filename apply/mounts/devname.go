@@ -5,14 +5,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // shortDeviceName is cloud-init's list of bare kernel names that mean
 // /dev/<name>: sda, sda1, xvdb, hda, vdd1, sr0.
-var shortDeviceName = regexp.MustCompile(`^(x?[shv]d[a-z][0-9]*|sr[0-9]+)$`)
+var shortDeviceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(x?[shv]d[a-z][0-9]*|sr[0-9]+)$`) })
 
 // networkName is "server:/path" (NFS and friends), passed through as is.
-var networkName = regexp.MustCompile(`^.+:.*`)
+var networkName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^.+:.*`) })
 
 // Devices answers the questions cloud-init asks of the running kernel's
 // /dev and /sys/block while it resolves a device name. The devices are the
@@ -94,7 +95,7 @@ func (r Resolver) Sanitize(start string) string {
 		// cloud-init accepts "ephemeral" for the EC2-correct "ephemeral0".
 		devname = "ephemeral0"
 	}
-	if networkName.MatchString(start) {
+	if networkName().MatchString(start) {
 		return start
 	}
 	devicePath, partNumber := splitDotted(devname)
@@ -113,7 +114,7 @@ func (r Resolver) Sanitize(start string) string {
 		if !strings.HasPrefix(devicePath, "/") {
 			devicePath = "/dev/" + devicePath
 		}
-	} else if shortDeviceName.MatchString(start) {
+	} else if shortDeviceName().MatchString(start) {
 		devicePath = "/dev/" + devicePath
 	}
 	var partPath string

@@ -3,6 +3,7 @@ package mounts
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ownerTag marks the fstab lines this module owns, in the options field,
@@ -12,7 +13,7 @@ const ownerTag = "comment=cloudconfig"
 
 // whitespace is Python's string.whitespace, which cloud-init splits fstab
 // lines on.
-var whitespace = regexp.MustCompile("[ \t\n\r\x0b\x0c]+")
+var whitespace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("[ \t\n\r\x0b\x0c]+") })
 
 // Fstab is /etc/fstab split the way cloud-init reads it: the lines it does
 // not own (kept in order) and the ones it owns (replaced on every run).
@@ -37,7 +38,7 @@ func ParseFstab(text string) Fstab {
 			fs.Owned = append(fs.Owned, line)
 			continue
 		}
-		first := whitespace.Split(line, 2)[0]
+		first := whitespace().Split(line, 2)[0]
 		fs.DeviceLines[first] = line
 		fs.Kept = append(fs.Kept, line)
 	}

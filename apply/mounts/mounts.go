@@ -178,7 +178,7 @@ func joinCmds(cmds [][]string) string {
 // about to be written, compared with runs of whitespace collapsed as
 // cloud-init compares them.
 func sameLines(owned []string, entries []Entry) bool {
-	norm := func(s string) string { return whitespace.ReplaceAllString(s, " ") }
+	norm := func(s string) string { return whitespace().ReplaceAllString(s, " ") }
 	have := map[string]bool{}
 	for _, l := range owned {
 		have[norm(l)] = true

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
@@ -231,13 +232,13 @@ func aptTemplateParams(env *apply.Env) map[string]string {
 	return map[string]string{"RELEASE": release, "MIRROR": mirror, "PRIMARY": mirror, "SECURITY": security}
 }
 
-var varPattern = regexp.MustCompile(`\$(\w+)|\$\{(\w+)\}`)
+var varPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(\w+)|\$\{(\w+)\}`) })
 
 // expandVars is cloud-init's basic template: $NAME and ${NAME} replaced
 // when NAME is known, left as they are otherwise.
 func expandVars(s string, params map[string]string) string {
-	return varPattern.ReplaceAllStringFunc(s, func(m string) string {
-		sub := varPattern.FindStringSubmatch(m)
+	return varPattern().ReplaceAllStringFunc(s, func(m string) string {
+		sub := varPattern().FindStringSubmatch(m)
 		name := sub[1] + sub[2]
 		if v, ok := params[name]; ok {
 			return v

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/console"
@@ -217,14 +218,14 @@ func lastLines(s string, n int) string {
 
 // urlCredentials finds user:password@ in URLs (apt sources, proxies, yum
 // baseurls), which must reach neither messages nor world-readable files.
-var urlCredentials = regexp.MustCompile(`(://)[^/@\s]+@`)
+var urlCredentials = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(://)[^/@\s]+@`) })
 
 // hideCredentials masks the credentials of every URL in s.
-func hideCredentials(s string) string { return urlCredentials.ReplaceAllString(s, "${1}REDACTED@") }
+func hideCredentials(s string) string { return urlCredentials().ReplaceAllString(s, "${1}REDACTED@") }
 
 // fileMode is 0600 for a file that holds credentials, 0644 otherwise.
 func fileMode(text string, secret bool) fs.FileMode {
-	if secret || urlCredentials.MatchString(text) {
+	if secret || urlCredentials().MatchString(text) {
 		return 0o600
 	}
 	return 0o644

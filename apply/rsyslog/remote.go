@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -28,9 +29,11 @@ var ErrNoAddress = errors.New("address is required")
 
 var (
 	// A run of '#' with the spaces around it separates host from comment.
-	commentSep = regexp.MustCompile(`[ ]*#+[ ]*`)
+	commentSep = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[ ]*#+[ ]*`) })
 	// Python's "$" also matches before a final newline, hence "\n?$".
-	hostPort = regexp.MustCompile(`^(@{0,2})(?:\[([^\]]*)\]|([^:]*))(?::([0-9]+))?\n?$`)
+	hostPort = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(@{0,2})(?:\[([^\]]*)\]|([^:]*))(?::([0-9]+))?\n?$`)
+	})
 )
 
 // ParseRemote parses one rsyslog.remotes value, "[selector] [@|@@]host[:port]
@@ -38,7 +41,7 @@ var (
 // (the remote's key) wins over the comment when it is not empty.
 func ParseRemote(line, name string) (Remote, error) {
 	data, comment := line, ""
-	if seps := commentSep.FindAllStringIndex(line, -1); len(seps) == 1 {
+	if seps := commentSep().FindAllStringIndex(line, -1); len(seps) == 1 {
 		// cloud-init only splits off a comment when there is exactly one.
 		data = line[:seps[0][0]]
 		comment = strings.TrimFunc(line[seps[0][1]:], isPySpace)
@@ -54,7 +57,7 @@ func ParseRemote(line, name string) (Remote, error) {
 	default:
 		return Remote{}, fmt.Errorf("parse remote %q: want \"[selector] host\", got %d words", line, len(fields))
 	}
-	m := hostPort.FindStringSubmatchIndex(spec)
+	m := hostPort().FindStringSubmatchIndex(spec)
 	if m == nil {
 		return Remote{}, fmt.Errorf("parse remote %q: invalid host specification %q", line, spec)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/seedinit/seedinit/seed/pyfmt"
 	"go.yaml.in/yaml/v3"
@@ -18,13 +19,15 @@ type timestamp struct {
 	text string
 }
 
-var timestampRE = regexp.MustCompile(`^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)$`)
+var timestampRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)$`)
+})
 
-var dateRE = regexp.MustCompile(`^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})$`)
+var dateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})$`) })
 
 // repr is Python's repr of the date; a datetime is shown by its text.
 func (t timestamp) repr() string {
-	if m := dateRE.FindStringSubmatch(t.text); m != nil {
+	if m := dateRE().FindStringSubmatch(t.text); m != nil {
 		y, _ := strconv.Atoi(m[1])
 		mo, _ := strconv.Atoi(m[2])
 		d, _ := strconv.Atoi(m[3])
@@ -60,7 +63,7 @@ func markTimestamps(data []byte, cfg map[string]any) {
 			if n.Style&(yaml.TaggedStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 				return
 			}
-			if s, ok := value.(string); ok && s == n.Value && timestampRE.MatchString(s) {
+			if s, ok := value.(string); ok && s == n.Value && timestampRE().MatchString(s) {
 				switch c := container.(type) {
 				case map[string]any:
 					c[key.(string)] = timestamp{text: s}

@@ -702,7 +702,9 @@ func jsonEqual(a, b any) bool {
 	return ok && xn == yn
 }
 
-var weekDateRE = regexp.MustCompile(`^(\d{4})-W(\d{2})(?:-[1-7])?$|^(\d{4})W(\d{2})[1-7]?$`)
+var weekDateRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\d{4})-W(\d{2})(?:-[1-7])?$|^(\d{4})W(\d{2})[1-7]?$`)
+})
 
 // isISODate is Python 3.11's date.fromisoformat, which the "date" format
 // check calls: YYYY-MM-DD, YYYYMMDD and ISO week dates.
@@ -717,7 +719,7 @@ func isISODate(s string) bool {
 			}
 		}
 	}
-	m := weekDateRE.FindStringSubmatch(s)
+	m := weekDateRE().FindStringSubmatch(s)
 	if m == nil {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -315,7 +316,9 @@ func yamlValue(v any, indent, column int) string {
 
 // implicitRE matches text that YAML 1.1 would read as something other
 // than a string, which PyYAML therefore quotes.
-var implicitRE = regexp.MustCompile(`^(?:~|null|Null|NULL|yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*|<<|=)$`)
+var implicitRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:~|null|Null|NULL|yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*|<<|=)$`)
+})
 
 // yamlBestWidth is PyYAML's default line width.
 const yamlBestWidth = 80
@@ -505,7 +508,7 @@ func (e *yamlEmitter) doubleQuoted(text []rune) {
 }
 
 func plainOK(s string) bool {
-	if s == "" || implicitRE.MatchString(s) {
+	if s == "" || implicitRE().MatchString(s) {
 		return false
 	}
 	if strings.TrimSpace(s) != s {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
@@ -30,7 +31,7 @@ const randomPasswordLength = 20
 
 // hashLike is cloud-init's test for "this chpasswd list value is already
 // a hash" (documented in its schema).
-var hashLike = regexp.MustCompile(`^\$(1|2a|2y|5|6)(\$.+){2}`)
+var hashLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$(1|2a|2y|5|6)(\$.+){2}`) })
 
 // passwordChange is one account's new password: plain text (to hash) or
 // a hash (to use as is). source names it in errors, never the password.
@@ -93,7 +94,7 @@ func runSetPasswords(ctx context.Context, env *apply.Env) error {
 // a hash-looking value is a hash, "R" or "RANDOM" asks for a random one.
 func listChange(user, password, source string) passwordChange {
 	switch {
-	case hashLike.MatchString(password) && !strings.Contains(password, ":"):
+	case hashLike().MatchString(password) && !strings.Contains(password, ":"):
 		return passwordChange{user: user, password: password, hashed: true, source: source}
 	case password == "R" || password == "RANDOM":
 		return passwordChange{user: user, random: true, source: source}

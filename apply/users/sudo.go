@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
@@ -27,7 +28,7 @@ func header(verb string) string {
 	return fmt.Sprintf("# %s by seedinit v. %s on %s", verb, apply.Version, now().UTC().Format("Mon, 02 Jan 2006 15:04:05 -0700"))
 }
 
-var includeDirLine = regexp.MustCompile(`^[#|@]includedir\s+(.*)$`)
+var includeDirLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[#|@]includedir\s+(.*)$`) })
 
 // EnsureSudoIncludeDir makes sudoers read dir, as cloud-init's
 // ensure_sudo_dir does: an "#includedir dir" line is added to
@@ -41,7 +42,7 @@ func EnsureSudoIncludeDir(root *target.Root, dir string) error {
 	}
 	found := false
 	for _, line := range strings.Split(string(data), "\n") {
-		m := includeDirLine.FindStringSubmatch(strings.TrimSpace(line))
+		m := includeDirLine().FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed/pyfmt"
@@ -16,10 +17,10 @@ func sysconfigHeader(sep string) string {
 	return sep + " Created by cloud-init on instance boot automatically, do not edit.\n" + sep
 }
 
-var whitespace = regexp.MustCompile(`\s`)
+var whitespace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s`) })
 
 func sysconfigQuote(v string) string {
-	if whitespace.MatchString(v) && !(strings.HasPrefix(v, `"`) && strings.HasSuffix(v, `"`)) {
+	if whitespace().MatchString(v) && !(strings.HasPrefix(v, `"`) && strings.HasSuffix(v, `"`)) {
 		return `"` + v + `"`
 	}
 	return v

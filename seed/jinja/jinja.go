@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -90,13 +91,13 @@ func RenderWith(src []byte, vars map[string]any, opts Options) ([]byte, error) {
 	return out, nil
 }
 
-var missingVarPattern = regexp.MustCompile(regexp.QuoteMeta(missingPrefix) + `\S+`)
+var missingVarPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(regexp.QuoteMeta(missingPrefix) + `\S+`) })
 
 // MissingVariables lists the names that rendered as
 // CI_MISSING_JINJA_VAR/<name> in out, as cloud-init reports them.
 func MissingVariables(out []byte) []string {
 	var names []string
-	for _, m := range missingVarPattern.FindAll(out, -1) {
+	for _, m := range missingVarPattern().FindAll(out, -1) {
 		names = append(names, strings.TrimPrefix(string(m), missingPrefix))
 	}
 	return names
@@ -128,7 +129,7 @@ func instanceVars(data map[string]any) (*pyDict, error) {
 	return convertInstanceData(data, "", decodePaths, 0)
 }
 
-var versionKey = regexp.MustCompile(`^v\d+$`)
+var versionKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v\d+$`) })
 
 func convertInstanceData(data map[string]any, prefix string, decodePaths []string, depth int) (*pyDict, error) {
 	if depth > maxVarDepth {
@@ -161,7 +162,7 @@ func convertInstanceData(data map[string]any, prefix string, decodePaths []strin
 				continue
 			}
 			result.setString(key, sub)
-			if versionKey.MatchString(key) {
+			if versionKey().MatchString(key) {
 				for i, subKey := range sub.keys {
 					_ = result.set(subKey, deepCopy(sub.vals[i]))
 				}

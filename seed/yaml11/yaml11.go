@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/seedinit/seedinit/seed/pyfmt"
 	"go.yaml.in/yaml/v3"
@@ -42,7 +43,7 @@ func (e *Error) Error() string {
 	return e.Msg
 }
 
-var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var lineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // Load decodes a single YAML document. An empty document is nil. More than
 // one document is an error, as with safe_load.
@@ -85,12 +86,12 @@ var parserProblems = map[string]bool{
 	"found undefined tag handle":             true,
 }
 
-var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+var unknownAnchorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown anchor '(.*)' referenced$`) })
 
 func parserError(err error, data []byte) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
-	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := lineRE().FindStringSubmatch(err.Error()); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 		if parserProblems[msg] {
@@ -99,7 +100,7 @@ func parserError(err error, data []byte) error {
 	} else if parserProblems[msg] {
 		// yaml.v3 leaves out "line 0": the problem is on the first line.
 		line = 1
-	} else if m := unknownAnchorRE.FindStringSubmatch(msg); m != nil {
+	} else if m := unknownAnchorRE().FindStringSubmatch(msg); m != nil {
 		line = lineOf(data, "*"+m[1])
 	}
 	return &Error{Line: line, Msg: msg}
@@ -390,10 +391,16 @@ func FormatFloat(f float64) string {
 }
 
 var (
-	boolRE  = regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
-	intRE   = regexp.MustCompile(`^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
-	floatRE = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
-	nullRE  = regexp.MustCompile(`^(?:~|null|Null|NULL|)$`)
+	boolRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$`)
+	})
+	intRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	})
+	floatRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
+	})
+	nullRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:~|null|Null|NULL|)$`) })
 )
 
 func scalar(n *yaml.Node) (any, error) {
@@ -460,9 +467,9 @@ func decodeBinary(s string) ([]byte, error) {
 
 func resolvePlain(s string, line int) (any, error) {
 	switch {
-	case nullRE.MatchString(s):
+	case nullRE().MatchString(s):
 		return nil, nil
-	case boolRE.MatchString(s):
+	case boolRE().MatchString(s):
 		switch s[0] {
 		case 'y', 'Y', 't', 'T':
 			return true, nil
@@ -470,14 +477,14 @@ func resolvePlain(s string, line int) (any, error) {
 			return s == "on" || s == "On" || s == "ON", nil
 		}
 		return false, nil
-	case intRE.MatchString(s):
+	case intRE().MatchString(s):
 		v, err := constructInt(s)
 		if err != nil {
 			// PyYAML raises ValueError (0b_, 0x_): the document fails.
 			return nil, &Error{Line: line, Msg: fmt.Sprintf("invalid integer %q", s)}
 		}
 		return v, nil
-	case floatRE.MatchString(s):
+	case floatRE().MatchString(s):
 		v, err := constructFloat(s)
 		if err != nil {
 			return nil, &Error{Line: line, Msg: fmt.Sprintf("invalid float %q", s)}

@@ -14,16 +14,16 @@ import (
 )
 
 var (
-	headerRE = regexp.MustCompile(`(?i)^##\s*template:(.*)`)
+	headerRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^##\s*template:(.*)`) })
 	// A dotted name walks into nested maps, as cloud-init's basic renderer
 	// does ($a.b is params["a"]["b"]).
-	basicRE = regexp.MustCompile(`\$\{([A-Za-z0-9_.]+)\}|\$([A-Za-z0-9_.]+)`)
+	basicRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z0-9_.]+)\}|\$([A-Za-z0-9_.]+)`) })
 )
 
 // Render renders text with vars, choosing the renderer from its header line.
 func Render(text string, vars map[string]any) (string, error) {
 	ident, rest, hasNewline := strings.Cut(text, "\n")
-	m := headerRE.FindStringSubmatch(ident)
+	m := headerRE().FindStringSubmatch(ident)
 	if m == nil {
 		return RenderBasic(text, vars)
 	}
@@ -44,8 +44,8 @@ func Render(text string, vars map[string]any) (string, error) {
 // not there is an error, as it is for cloud-init.
 func RenderBasic(text string, vars map[string]any) (string, error) {
 	var firstErr error
-	out := basicRE.ReplaceAllStringFunc(text, func(match string) string {
-		sub := basicRE.FindStringSubmatch(match)
+	out := basicRE().ReplaceAllStringFunc(text, func(match string) string {
+		sub := basicRE().FindStringSubmatch(match)
 		name := sub[1]
 		if name == "" {
 			name = sub[2]
