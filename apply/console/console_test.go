@@ -22,11 +22,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	xssh "golang.org/x/crypto/ssh"
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/ssh"
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -61,11 +61,11 @@ func hostKeys(t *testing.T, dir string) map[string]string {
 	edPub, _, _ := ed25519.GenerateKey(rand.Reader)
 	out := map[string]string{}
 	for name, k := range map[string]any{"rsa": &rsaKey.PublicKey, "ecdsa": &ecKey.PublicKey, "ed25519": edPub} {
-		pub, err := xssh.NewPublicKey(k)
+		pub, err := sshkey.NewPublicKey(k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		line := strings.TrimSpace(string(xssh.MarshalAuthorizedKey(pub)))
+		line := strings.TrimSpace(string(sshkey.MarshalAuthorizedKey(pub, "")))
 		if name != "ecdsa" {
 			line += " root@" + name
 		}

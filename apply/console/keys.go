@@ -2,11 +2,6 @@ package console
 
 import (
 	"context"
-	//lint:ignore SA1019 existing DSA host keys are still reported, as ssh-keygen -l does
-	"crypto/dsa"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rsa"
 	"fmt"
 	"io"
 	"path"
@@ -15,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	xssh "golang.org/x/crypto/ssh"
-
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/target"
 )
 
@@ -130,32 +124,14 @@ func HostKeysReport(root *target.Root, fpSkip, keySkip []string, at time.Time) (
 // key type in parentheses; or ssh-keygen's complaint when the file holds
 // no key.
 func keygenLine(file string, data []byte) string {
-	pub, comment, _, _, err := xssh.ParseAuthorizedKey(data)
+	pub, comment, err := sshkey.ParseAuthorizedKey(data)
 	if err != nil {
 		return file + " is not a public key file."
 	}
 	if comment == "" {
 		comment = "no comment"
 	}
-	return fmt.Sprintf("%d %s %s (%s)", keyBits(pub), xssh.FingerprintSHA256(pub), comment, keygenTypeName(pub.Type()))
-}
-
-func keyBits(pub xssh.PublicKey) int {
-	cpk, ok := pub.(xssh.CryptoPublicKey)
-	if !ok {
-		return 256 // sk-ed25519 and sk-ecdsa (P-256) have no crypto key
-	}
-	switch k := cpk.CryptoPublicKey().(type) {
-	case *rsa.PublicKey:
-		return k.N.BitLen()
-	case *ecdsa.PublicKey:
-		return k.Curve.Params().BitSize
-	case ed25519.PublicKey:
-		return 256
-	case *dsa.PublicKey:
-		return k.P.BitLen()
-	}
-	return 0
+	return fmt.Sprintf("%d %s %s (%s)", pub.Bits(), sshkey.FingerprintSHA256(pub), comment, keygenTypeName(pub.Type()))
 }
 
 func keygenTypeName(t string) string {

@@ -1,9 +1,12 @@
 package ssh
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/users"
 )
 
@@ -18,14 +21,37 @@ func FuzzOpenSSHKeyComment(f *testing.F) {
 	f.Add([]byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ==\n-----END OPENSSH PRIVATE KEY-----\n"))
 	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"))
 	f.Add([]byte(""))
+	// ssh-keygen's own files in each format sshkey reads.
+	fixtures, _ := filepath.Glob("sshkey/testdata/*")
+	for _, p := range fixtures {
+		if data, err := os.ReadFile(p); err == nil && !strings.HasSuffix(p, ".l") {
+			f.Add(data)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		comment, ok := OpenSSHKeyComment(data)
 		if !ok && comment != "" {
 			t.Errorf("comment %q without ok", comment)
 		}
 		pub, err := DerivePublicKey(data)
-		if err == nil && !strings.HasSuffix(string(pub), " root@localhost\n") {
+		if err != nil {
+			return
+		}
+		if !strings.HasSuffix(string(pub), " root@localhost\n") {
 			t.Errorf("derived %q does not end like cloud-init's", pub)
+		}
+		// The derived line is a public key file OpenSSH would read, holding
+		// the private key's own public half.
+		fromLine, _, err := sshkey.ParseAuthorizedKey(pub)
+		if err != nil {
+			t.Fatalf("derived %q does not parse: %v", pub, err)
+		}
+		priv, err := sshkey.ParseRawPrivateKey(data)
+		if err != nil {
+			t.Fatalf("derived a public key from a key that does not parse: %v", err)
+		}
+		if want, err := sshkey.PublicKeyOf(priv); err != nil || !want.Equal(fromLine) {
+			t.Errorf("derived %q is not the private key's public half (%v)", pub, err)
 		}
 	})
 }

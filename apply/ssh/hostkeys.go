@@ -13,9 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	xssh "golang.org/x/crypto/ssh"
-
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/target"
 )
 
@@ -247,7 +246,7 @@ func generateHostKeys(ctx context.Context, env *apply.Env, keyTypes []string, co
 		}
 		written = append(written, name)
 		env.Log.Info("generated host key", "type", j.keyType, "path", name,
-			"fingerprint", xssh.FingerprintSHA256(j.key.PublicKey))
+			"fingerprint", sshkey.FingerprintSHA256(j.key.PublicKey))
 		if !quiet && env.Console != nil {
 			fmt.Fprint(env.Console, keygenReport(name, j.key))
 		}
@@ -273,9 +272,8 @@ func keepExistingKey(env *apply.Env, keyType, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("check existing %s host key: %w", keyType, err)
 	}
-	priv, err := xssh.ParseRawPrivateKey(data)
-	var missing *xssh.PassphraseMissingError
-	if errors.As(err, &missing) {
+	priv, err := sshkey.ParseRawPrivateKey(data)
+	if errors.Is(err, sshkey.ErrPassphraseMissing) {
 		return true, nil
 	}
 	if err != nil {
@@ -285,7 +283,7 @@ func keepExistingKey(env *apply.Env, keyType, name string) (bool, error) {
 	if env.Root.Exists(name + ".pub") {
 		return true, nil
 	}
-	pub, err := publicKeyOf(priv)
+	pub, err := sshkey.PublicKeyOf(priv)
 	if err != nil {
 		return true, nil
 	}
@@ -323,7 +321,7 @@ func keygenReport(name string, key *HostKey) string {
 	fmt.Fprintf(&b, "Your identification has been saved in %s\n", name)
 	fmt.Fprintf(&b, "Your public key has been saved in %s.pub\n", name)
 	b.WriteString("The key fingerprint is:\n")
-	fmt.Fprintf(&b, "%s %s\n", xssh.FingerprintSHA256(key.PublicKey), key.Comment)
+	fmt.Fprintf(&b, "%s %s\n", sshkey.FingerprintSHA256(key.PublicKey), key.Comment)
 	b.WriteString("The key's randomart image is:\n")
 	b.WriteString(Randomart(key.PublicKey) + "\n")
 	return b.String()

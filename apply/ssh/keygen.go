@@ -2,8 +2,6 @@ package ssh
 
 import (
 	"crypto"
-	//lint:ignore SA1019 host keys given in cloud-config may still be DSA
-	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -16,7 +14,7 @@ import (
 	"io"
 	"strings"
 
-	xssh "golang.org/x/crypto/ssh"
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 )
 
 // Key sizes ssh-keygen uses by default on Debian bookworm (OpenSSH 9.2):
@@ -33,7 +31,7 @@ type HostKey struct {
 	Private []byte
 	// Public is the .pub file: "type base64 comment\n".
 	Public    []byte
-	PublicKey xssh.PublicKey
+	PublicKey *sshkey.PublicKey
 	Comment   string
 }
 
@@ -66,11 +64,11 @@ func GenerateHostKey(keyType, comment string, random io.Reader) (*HostKey, error
 	if err != nil {
 		return nil, fmt.Errorf("generate %s host key: %w", keyType, err)
 	}
-	block, err := xssh.MarshalPrivateKey(priv, comment)
+	block, err := sshkey.MarshalPrivateKey(priv, comment)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s host key: %w", keyType, err)
 	}
-	pub, err := xssh.NewPublicKey(priv.Public())
+	pub, err := sshkey.NewPublicKey(priv.Public())
 	if err != nil {
 		return nil, fmt.Errorf("encode %s public key: %w", keyType, err)
 	}
@@ -107,25 +105,8 @@ func encodeOpenSSHPEM(block *pem.Block) []byte {
 }
 
 // authorizedLine is "type base64[ comment]" without a newline.
-func authorizedLine(pub xssh.PublicKey, comment string) string {
-	line := strings.TrimSuffix(string(xssh.MarshalAuthorizedKey(pub)), "\n")
-	if comment != "" {
-		line += " " + comment
-	}
-	return line
-}
-
-// publicKeyOf returns the public half of a key ssh.ParseRawPrivateKey gave.
-func publicKeyOf(priv any) (xssh.PublicKey, error) {
-	switch k := priv.(type) {
-	case *dsa.PrivateKey:
-		return xssh.NewPublicKey(&k.PublicKey)
-	case *ed25519.PrivateKey:
-		return xssh.NewPublicKey(k.Public())
-	case crypto.Signer:
-		return xssh.NewPublicKey(k.Public())
-	}
-	return nil, fmt.Errorf("unsupported private key type %T", priv)
+func authorizedLine(pub *sshkey.PublicKey, comment string) string {
+	return strings.TrimSuffix(string(sshkey.MarshalAuthorizedKey(pub, comment)), "\n")
 }
 
 // DerivePublicKey returns what cloud-init's
@@ -134,15 +115,14 @@ func publicKeyOf(priv any) (xssh.PublicKey, error) {
 // key's own comment when the file carries one (OpenSSH format), then
 // "root@localhost".
 func DerivePublicKey(private []byte) ([]byte, error) {
-	priv, err := xssh.ParseRawPrivateKey(private)
-	if err != nil {
-		var missing *xssh.PassphraseMissingError
-		if errors.As(err, &missing) {
-			return nil, errors.New("the private key is encrypted (ssh-keygen -y would ask for its passphrase)")
-		}
-		return nil, fmt.Errorf("parse private key: %w", err)
+	priv, err := sshkey.ParseRawPrivateKey(private)
+	if errors.Is(err, sshkey.ErrPassphraseMissing) {
+		return nil, errors.New("the private key is encrypted (ssh-keygen -y would ask for its passphrase)")
 	}
-	pub, err := publicKeyOf(priv)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := sshkey.PublicKeyOf(priv)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +237,7 @@ func (r *wireReader) str() ([]byte, bool) {
 
 // Randomart draws OpenSSH's "drunken bishop" picture of a key's SHA256
 // fingerprint, the box ssh-keygen prints after generating a key.
-func Randomart(pub xssh.PublicKey) string {
+func Randomart(pub *sshkey.PublicKey) string {
 	const (
 		width   = 17
 		height  = 9
@@ -293,7 +273,7 @@ func Randomart(pub xssh.PublicKey) string {
 	field[width/2][height/2] = maxVisits - 1
 	field[x][y] = maxVisits
 
-	title := fmt.Sprintf("[%s %d]", keyTypeLabel(pub), keyBits(pub))
+	title := fmt.Sprintf("[%s %d]", keyTypeLabel(pub), pub.Bits())
 	if len(title) > width {
 		title = fmt.Sprintf("[%s]", keyTypeLabel(pub))
 	}
@@ -320,40 +300,20 @@ func boxRule(title string, width int) string {
 }
 
 // keyTypeLabel is OpenSSH's short upper-case name for a key type.
-func keyTypeLabel(pub xssh.PublicKey) string {
+func keyTypeLabel(pub *sshkey.PublicKey) string {
 	switch pub.Type() {
-	case xssh.KeyAlgoRSA:
+	case sshkey.TypeRSA:
 		return "RSA"
-	//lint:ignore SA1019 DSA keys given in cloud-config are still labelled
-	case xssh.KeyAlgoDSA:
+	case sshkey.TypeDSA:
 		return "DSA"
-	case xssh.KeyAlgoECDSA256, xssh.KeyAlgoECDSA384, xssh.KeyAlgoECDSA521:
+	case sshkey.TypeECDSA256, sshkey.TypeECDSA384, sshkey.TypeECDSA521:
 		return "ECDSA"
-	case xssh.KeyAlgoED25519:
+	case sshkey.TypeED25519:
 		return "ED25519"
-	case xssh.KeyAlgoSKECDSA256:
+	case sshkey.TypeSKECDSA256:
 		return "ECDSA-SK"
-	case xssh.KeyAlgoSKED25519:
+	case sshkey.TypeSKED25519:
 		return "ED25519-SK"
 	}
 	return strings.ToUpper(pub.Type())
-}
-
-// keyBits is the key size ssh-keygen -l shows.
-func keyBits(pub xssh.PublicKey) int {
-	cp, ok := pub.(xssh.CryptoPublicKey)
-	if !ok {
-		return 0
-	}
-	switch k := cp.CryptoPublicKey().(type) {
-	case *rsa.PublicKey:
-		return k.N.BitLen()
-	case *dsa.PublicKey:
-		return k.P.BitLen()
-	case *ecdsa.PublicKey:
-		return k.Curve.Params().BitSize
-	case ed25519.PublicKey:
-		return 256
-	}
-	return 0
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	xssh "golang.org/x/crypto/ssh"
 
 	"github.com/seedinit/seedinit/apply/applytest"
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 )
 
 // cloudInitPython returns the Python that has Debian's cloud-init, or
@@ -333,7 +333,7 @@ func TestGeneratedKeysAcceptedBySSHKeygen(t *testing.T) {
 				t.Fatalf("ssh-keygen -l: %v", err)
 			}
 			wantBits := map[string]string{"rsa": "3072", "ecdsa": "256", "ed25519": "256"}[keyType]
-			wantLine := wantBits + " " + xssh.FingerprintSHA256(key.PublicKey) + " root@vm-7 (" + keyTypeLabel(key.PublicKey) + ")"
+			wantLine := wantBits + " " + sshkey.FingerprintSHA256(key.PublicKey) + " root@vm-7 (" + keyTypeLabel(key.PublicKey) + ")"
 			want := wantLine + "\n" + Randomart(key.PublicKey) + "\n"
 			if diff := cmp.Diff(want, string(listed)); diff != "" {
 				t.Errorf("ssh-keygen -lv (-seedinit +ssh-keygen):\n%s", diff)

@@ -17,10 +17,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	xssh "golang.org/x/crypto/ssh"
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -195,7 +195,7 @@ func checkGeneratedKey(t *testing.T, dir, keyType, comment string, wantPriv file
 	if !bytes.HasPrefix(privData, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n")) {
 		t.Errorf("%s: not in OpenSSH format:\n%.60s", keyType, privData)
 	}
-	priv, err := xssh.ParseRawPrivateKey(privData)
+	priv, err := sshkey.ParseRawPrivateKey(privData)
 	if err != nil {
 		t.Fatalf("%s: parse private key: %v", keyType, err)
 	}
@@ -208,7 +208,7 @@ func checkGeneratedKey(t *testing.T, dir, keyType, comment string, wantPriv file
 		if keyType != "ecdsa" || k.Curve.Params().Name != "P-256" {
 			t.Errorf("%s: got an ECDSA key on %s", keyType, k.Curve.Params().Name)
 		}
-	case *ed25519.PrivateKey:
+	case ed25519.PrivateKey:
 		if keyType != "ed25519" {
 			t.Errorf("%s: got an Ed25519 key", keyType)
 		}
@@ -222,7 +222,7 @@ func checkGeneratedKey(t *testing.T, dir, keyType, comment string, wantPriv file
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := publicKeyOf(priv)
+	pub, err := sshkey.PublicKeyOf(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestGenerateHostKeysTypes(t *testing.T) {
 			for _, f := range tt.wantFiles {
 				if strings.HasSuffix(f, "_key") {
 					data, _ := os.ReadFile(filepath.Join(dir, "etc/ssh", f))
-					if _, err := xssh.ParseRawPrivateKey(data); err != nil {
+					if _, err := sshkey.ParseRawPrivateKey(data); err != nil {
 						t.Errorf("%s: %v", f, err)
 					}
 				}
