@@ -176,6 +176,8 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: module %q is not supported by seedinit; skipped", moduleListKey[res.Stage], name))
 		}
 	}
+	var worker moduleWorker
+	defer worker.abandon()
 	for _, m := range mods {
 		if err := ctx.Err(); err != nil {
 			// The run is being stopped (SIGTERM, the boot's deadline): the
@@ -201,7 +203,7 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		before := opts.Root.ChangeCount()
 		start := time.Now()
 		env.Log.Debug("module start")
-		err := runOne(ctx, m, env, opts.ModuleTimeout)
+		err := runOne(ctx, &worker, m, env, opts.ModuleTimeout)
 		mr.Duration = time.Since(start)
 		mr.Changes = opts.Root.Changes(before)
 		mr.Warnings = env.Warnings()
@@ -249,23 +251,57 @@ var moduleListKey = map[apply.Stage]string{
 // runOne runs a module with a deadline, turning a panic into an error. A
 // module that ignores its context is abandoned at the deadline: the boot
 // must go on.
-func runOne(ctx context.Context, m apply.Module, env *apply.Env, timeout time.Duration) error {
+func runOne(ctx context.Context, w *moduleWorker, m apply.Module, env *apply.Env, timeout time.Duration) error {
 	mctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
+	done := w.run(func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- fmt.Errorf("panic: %v", r)
+				err = fmt.Errorf("panic: %v", r)
 			}
 		}()
-		done <- m.Run(mctx, env)
-	}()
+		return m.Run(mctx, env)
+	})
 	select {
 	case err := <-done:
 		return err
 	case <-mctx.Done():
+		w.abandon()
 		return fmt.Errorf("did not finish within %s: %w", timeout, mctx.Err())
+	}
+}
+
+// moduleWorker runs a stage's modules one after another on one goroutine.
+// A goroutine starts with a small stack that grows by copying, and every
+// copy walks the stack's frames through the binary's function tables; a
+// worker that lives through the stage grows its stack once instead of once
+// per module, which keeps those tables (a third of the binary) out of
+// memory. A module that overruns its deadline keeps the goroutine it hangs
+// in; the next module gets a new one.
+type moduleWorker struct {
+	jobs chan func()
+}
+
+func (w *moduleWorker) run(job func() error) <-chan error {
+	if w.jobs == nil {
+		w.jobs = make(chan func())
+		go func(jobs <-chan func()) {
+			for job := range jobs {
+				job()
+			}
+		}(w.jobs)
+	}
+	done := make(chan error, 1)
+	w.jobs <- func() { done <- job() }
+	return done
+}
+
+// abandon leaves the current goroutine to its hung module; it ends when
+// the module returns.
+func (w *moduleWorker) abandon() {
+	if w.jobs != nil {
+		close(w.jobs)
+		w.jobs = nil
 	}
 }
 
