@@ -120,7 +120,7 @@ func Run(ctx context.Context, env *apply.Env, host Host) error {
 	mounted := map[string]bool{}
 	if env.Sys.Live() {
 		if mi, err := host.proc("self/mountinfo"); err == nil {
-			mounted = mountPoints(string(mi))
+			mounted = mountPoints(string(mi), env.Root.Dir())
 		}
 	}
 	for _, d := range dirs {
@@ -198,14 +198,26 @@ func sameLines(owned []string, entries []Entry) bool {
 	return true
 }
 
-// mountPoints lists the mount points in /proc/self/mountinfo text.
-func mountPoints(mountinfo string) map[string]bool {
+// mountPoints lists the mount points in /proc/self/mountinfo text that lie
+// in the target rooted at top, as the target sees them: under an
+// initramfs the target is /sysroot, and its /srv/data is mounted on
+// /sysroot/srv/data.
+func mountPoints(mountinfo, top string) map[string]bool {
 	m := map[string]bool{}
 	for _, line := range strings.Split(mountinfo, "\n") {
 		f := strings.Fields(line)
-		if len(f) > 4 {
-			m[unescapeOctal(f[4])] = true
+		if len(f) <= 4 {
+			continue
 		}
+		mp := unescapeOctal(f[4])
+		if top != "/" {
+			rest, ok := strings.CutPrefix(mp, top)
+			if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
+				continue
+			}
+			mp = "/" + strings.TrimPrefix(rest, "/")
+		}
+		m[mp] = true
 	}
 	return m
 }
@@ -414,27 +426,19 @@ func swapSize(env *apply.Env, host Host, filename string, sizeRaw, maxRaw any) (
 }
 
 func createSwap(env *apply.Env, filename string, size int64) error {
-	dir := path.Dir(filename)
-	if err := env.Root.MkdirAll(dir, 0o755, target.Owner{}); err != nil {
-		return err
-	}
-	rel, err := env.Root.Resolve(filename)
-	if err != nil {
-		return err
-	}
-	// target.Root has no read-write handle for a file grown in place, so
-	// the swap file is made through an os.Root over the same directory,
-	// which keeps every path inside the target just the same.
-	root, err := os.OpenRoot(env.Root.Dir())
-	if err != nil {
-		return err
-	}
-	defer root.Close()
 	uuid, err := randomUUID(env.Random)
 	if err != nil {
 		return fmt.Errorf("make swap UUID: %w", err)
 	}
-	method, err := createSwapFile(root, rel, size, uuid)
+	header, err := SwapHeader(os.Getpagesize(), size, uuid, "")
+	if err != nil {
+		return err
+	}
+	var method string
+	err = env.Root.WriteFileWith(filename, 0o600, target.KeepOwner, func(f *os.File) (err error) {
+		method, err = fillSwapFile(f, size, header)
+		return err
+	})
 	if err != nil {
 		return err
 	}

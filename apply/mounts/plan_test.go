@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -155,5 +156,33 @@ func TestParseFstab(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ParseFstab (-want +got):\n%s", diff)
+	}
+}
+
+func TestMountPointsAsTheTargetSeesThem(t *testing.T) {
+	const mountinfo = `22 1 0:21 / / rw - rootfs rootfs rw
+30 22 253:1 / /sysroot rw - ext4 /dev/vda1 rw
+31 30 253:2 / /sysroot/srv/data rw - ext4 /dev/vdc rw
+32 30 0:5 / /sysroot/srv/with\040space rw - tmpfs tmpfs rw
+33 22 0:6 / /sysrootfoo rw - tmpfs tmpfs rw
+34 22 0:7 / /proc rw - proc proc rw
+`
+	for _, tt := range []struct {
+		top  string
+		want []string
+	}{
+		{"/", []string{"/", "/sysroot", "/sysroot/srv/data", "/sysroot/srv/with space", "/sysrootfoo", "/proc"}},
+		{"/sysroot", []string{"/", "/srv/data", "/srv/with space"}},
+	} {
+		got := mountPoints(mountinfo, tt.top)
+		var names []string
+		for mp := range got {
+			names = append(names, mp)
+		}
+		slices.Sort(names)
+		slices.Sort(tt.want)
+		if !slices.Equal(names, tt.want) {
+			t.Errorf("top %s: mount points %q, want %q", tt.top, names, tt.want)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -113,33 +112,13 @@ func randomUUID(r io.Reader) ([16]byte, error) {
 	return u, nil
 }
 
-// createSwapFile makes rel (relative to root) a swap area of sizeBytes:
-// allocated with fallocate(2), zero-filled where the filesystem cannot
+// fillSwapFile makes f a swap area of sizeBytes with the given header:
+// allocated with fallocate(2), or zero-filled where the filesystem cannot
 // (btrfs, old XFS: swapon refuses files with holes or unwritten extents
-// there, which is why cloud-init uses dd on them), mode 0600, the header
-// written, synced, then renamed into place so a half-made file never
-// carries the name.
-func createSwapFile(root *os.Root, rel string, sizeBytes int64, uuid [16]byte) (method string, err error) {
-	header, err := SwapHeader(os.Getpagesize(), sizeBytes, uuid, "")
-	if err != nil {
-		return "", err
-	}
-	tmp := path.Join(path.Dir(rel), ".seedinit-swap-"+path.Base(rel))
-	root.Remove(tmp)
-	f, err := root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", err
-	}
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			root.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return "", err
-	}
+// there, which is why cloud-init uses dd on them), then synced. The target
+// writer gives it its mode and renames it into place, so a half-made file
+// never carries the name.
+func fillSwapFile(f *os.File, sizeBytes int64, header []byte) (method string, err error) {
 	method = "fallocate"
 	var st unix.Statfs_t
 	if unix.Fstatfs(int(f.Fd()), &st) == nil && int64(st.Type) == unix.BTRFS_SUPER_MAGIC {
@@ -155,17 +134,7 @@ func createSwapFile(root *os.Root, rel string, sizeBytes int64, uuid [16]byte) (
 	if _, err := f.WriteAt(header, 0); err != nil {
 		return method, err
 	}
-	if err := f.Sync(); err != nil {
-		return method, err
-	}
-	if err := f.Close(); err != nil {
-		return method, err
-	}
-	if err := root.Rename(tmp, rel); err != nil {
-		return method, err
-	}
-	done = true
-	return method, nil
+	return method, f.Sync()
 }
 
 func zeroFill(f *os.File, size int64) error {

@@ -363,6 +363,23 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 // created 0755, owned by root. A symlink at name is followed: the file it
 // points to (inside the target) is replaced, as a plain write would.
 func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
+	return r.writeFile(name, mode, owner, false, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteFileWith is WriteFile for content that is made in place rather than
+// held in memory (a preallocated swap file): fill writes the new file
+// through f, which is open write-only on the temporary file that is then
+// given its mode and owner and renamed over name. Temporary files of name
+// that an interrupted run left behind are removed first: such files can
+// be gigabytes.
+func (r *Root) WriteFileWith(name string, mode fs.FileMode, owner Owner, fill func(f *os.File) error) error {
+	return r.writeFile(name, mode, owner, true, fill)
+}
+
+func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale bool, fill func(f *os.File) error) error {
 	rel, err := r.Resolve(name)
 	if err != nil {
 		return err
@@ -372,6 +389,9 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 	}
 	if err := r.MkdirAll(path.Dir(rel), 0o755, Owner{UID: 0, GID: 0}.orKeep(r)); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if removeStale {
+		r.removeStaleTemps(rel)
 	}
 	tmp, f, err := r.createTemp(rel, mode)
 	if err != nil {
@@ -384,7 +404,7 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 			r.root.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if err := fill(f); err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
 	if err := f.Chmod(mode); err != nil {
@@ -561,6 +581,24 @@ func (r *Root) Sync() error {
 		return fmt.Errorf("sync %s: %w", r.dir, err)
 	}
 	return nil
+}
+
+// removeStaleTemps removes the temporary files tempName made for rel.
+func (r *Root) removeStaleTemps(rel string) {
+	d, err := r.root.Open(path.Dir(rel))
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	prefix := "." + path.Base(rel) + ".seedinit-"
+	for _, n := range names {
+		if suffix, ok := strings.CutPrefix(n, prefix); ok && len(suffix) == 12 {
+			if _, err := hex.DecodeString(suffix); err == nil {
+				r.root.Remove(path.Join(path.Dir(rel), n))
+			}
+		}
+	}
 }
 
 func tempName(rel string) string {

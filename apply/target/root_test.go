@@ -158,3 +158,38 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestWriteFileWithRemovesStaleTemporaries(t *testing.T) {
+	r, dir := newRoot(t)
+	must(t, os.MkdirAll(filepath.Join(dir, "var"), 0o755))
+	stale := filepath.Join(dir, "var", ".swap.img.seedinit-0123456789ab")
+	other := filepath.Join(dir, "var", ".swap.img.seedinit-notours")
+	must(t, os.WriteFile(stale, []byte("half a swap file"), 0o600))
+	must(t, os.WriteFile(other, nil, 0o600))
+	err := r.WriteFileWith("/var/swap.img", 0o600, KeepOwner, func(f *os.File) error {
+		_, err := f.WriteAt([]byte("header"), 4)
+		return err
+	})
+	must(t, err)
+	got, err := os.ReadFile(filepath.Join(dir, "var", "swap.img"))
+	must(t, err)
+	if string(got) != "\x00\x00\x00\x00header" {
+		t.Errorf("content %q", got)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file that is not one of ours was removed: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "var", "swap.img")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode: %v %v", fi.Mode(), err)
+	}
+	failed := r.WriteFileWith("/var/other", 0o644, KeepOwner, func(*os.File) error { return os.ErrInvalid })
+	if failed == nil || !strings.Contains(failed.Error(), "write /var/other") {
+		t.Errorf("a failing fill: %v", failed)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "var")); len(entries) != 2 {
+		t.Errorf("a failed write left files behind: %v", entries)
+	}
+}
