@@ -436,3 +436,15 @@ func FuzzMergeParts(f *testing.F) {
 		}
 	})
 }
+
+func TestDefaultSpecsAreTheirSpecStrings(t *testing.T) {
+	for spec, text := range map[*Spec]string{&DefaultPartSpec: "dict(replace)+list()+str()", &DefaultSpec: "list()+dict()+str()"} {
+		want, err := ParseSpec(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, *spec); d != "" {
+			t.Errorf("%s (-parsed +written out):\n%s", text, d)
+		}
+	}
+}

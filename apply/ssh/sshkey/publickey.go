@@ -9,6 +9,8 @@ package sshkey
 import (
 	"bytes"
 	"crypto"
+	"sync"
+
 	//lint:ignore SA1019 DSA host keys given in cloud-config are still read and reported
 	"crypto/dsa"
 	"crypto/ecdsa"
@@ -49,14 +51,18 @@ type sshCurve struct {
 	curve   elliptic.Curve
 }
 
-var sshCurves = []sshCurve{
-	{TypeECDSA256, "nistp256", elliptic.P256()},
-	{TypeECDSA384, "nistp384", elliptic.P384()},
-	{TypeECDSA521, "nistp521", elliptic.P521()},
-}
+// sshCurves is built on first use: crypto/elliptic sets up every curve's
+// parameters on the first call, work no start of the binary should pay.
+var sshCurves = sync.OnceValue(func() []sshCurve {
+	return []sshCurve{
+		{TypeECDSA256, "nistp256", elliptic.P256()},
+		{TypeECDSA384, "nistp384", elliptic.P384()},
+		{TypeECDSA521, "nistp521", elliptic.P521()},
+	}
+})
 
 func curveByType(keyType string) (sshCurve, bool) {
-	for _, c := range sshCurves {
+	for _, c := range sshCurves() {
 		if c.keyType == keyType {
 			return c, true
 		}
@@ -65,7 +71,7 @@ func curveByType(keyType string) (sshCurve, bool) {
 }
 
 func curveOf(curve elliptic.Curve) (sshCurve, bool) {
-	for _, c := range sshCurves {
+	for _, c := range sshCurves() {
 		if c.curve == curve {
 			return c, true
 		}
