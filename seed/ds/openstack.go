@@ -478,29 +478,11 @@ func (openStack) Probe(ctx context.Context, env *Env) (Evidence, error) {
 // openStackURLs are the metadata_urls to try, IPv4 then the link-local
 // IPv6 address on the ephemeral interface.
 func openStackURLs(env *Env) []string {
-	if env.Endpoint != "" {
-		return []string{env.Endpoint}
-	}
-	s := env.Settings("OpenStack")
-	var urls []string
-	switch v := s["metadata_urls"].(type) {
-	case []any:
-		for _, e := range v {
-			if u, ok := e.(string); ok && u != "" {
-				urls = append(urls, u)
-			}
-		}
-	case string:
-		urls = append(urls, v)
-	}
-	if len(urls) > 0 {
-		return urls
-	}
-	urls = []string{openStackMetadataURL}
+	defaults := []string{openStackMetadataURL}
 	if env.Interface != "" {
-		urls = append(urls, "http://[fe80::a9fe:a9fe%25"+env.Interface+"]")
+		defaults = append(defaults, "http://[fe80::a9fe:a9fe%25"+env.Interface+"]")
 	}
-	return urls
+	return baseURLs(env, env.Settings("OpenStack"), "metadata_urls", defaults...)
 }
 
 // httpSource reads the openstack/ tree from a metadata service.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,27 @@ func TestOpenStackHostile(t *testing.T) {
 				t.Errorf("the fetch used up the whole test deadline")
 			}
 		})
+	}
+}
+
+func TestOpenStackURLs(t *testing.T) {
+	settings := func(v any) Config {
+		return Config{Datasource: map[string]map[string]any{"openstack": {"metadata_urls": v}}}
+	}
+	for _, tt := range []struct {
+		name string
+		env  Env
+		want []string
+	}{
+		{"defaults", Env{}, []string{openStackMetadataURL}},
+		{"defaults with the ephemeral NIC", Env{Interface: "eth0"}, []string{openStackMetadataURL, "http://[fe80::a9fe:a9fe%25eth0]"}},
+		{"a list", Env{Config: settings([]any{" http://a ", "", 7, "http://b"}), Interface: "eth0"}, []string{"http://a", "http://b"}},
+		{"a string", Env{Config: settings("http://c")}, []string{"http://c"}},
+		{"an empty list falls back", Env{Config: settings([]any{})}, []string{openStackMetadataURL}},
+		{"an explicit endpoint wins", Env{Endpoint: "http://127.0.0.1:8080/", Config: settings("http://c")}, []string{"http://127.0.0.1:8080"}},
+	} {
+		if got := openStackURLs(&tt.env); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
