@@ -330,6 +330,12 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 	if rel == "." {
 		return nil
 	}
+	// Nearly every call finds the directory there already: one lookup of
+	// the whole path instead of one per prefix, each of which os.Root
+	// walks from the top.
+	if fi, err := r.root.Stat(rel); err == nil && fi.IsDir() {
+		return nil
+	}
 	parts := strings.Split(rel, "/")
 	for i := range parts {
 		dir := path.Join(parts[:i+1]...)
