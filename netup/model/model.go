@@ -234,3 +234,36 @@ func (n *Network) HasDefaultRoute() bool {
 	}
 	return false
 }
+
+// BondParamsV2 and BridgeParamsV2 give the netplan (v2) name of each bond
+// and bridge parameter under the v1 name cloud-init keeps in its state:
+// cloud-init's NET_CONFIG_TO_V2. The netplan renderer reads them forwards,
+// the v2 parser backwards (V1Param).
+var BondParamsV2 = map[string]string{
+	"bond-ad-select": "ad-select", "bond-arp-interval": "arp-interval",
+	"bond-arp-ip-target": "arp-ip-target", "bond-arp-validate": "arp-validate",
+	"bond-downdelay": "down-delay", "bond-fail-over-mac": "fail-over-mac-policy",
+	"bond-lacp-rate": "lacp-rate", "bond-miimon": "mii-monitor-interval",
+	"bond-min-links": "min-links", "bond-mode": "mode",
+	"bond-num-grat-arp": "gratuitous-arp", "bond-primary": "primary",
+	"bond-primary-reselect": "primary-reselect-policy", "bond-updelay": "up-delay",
+	"bond-xmit-hash-policy": "transmit-hash-policy",
+}
+
+var BridgeParamsV2 = map[string]string{
+	"bridge_ageing": "ageing-time", "bridge_bridgeprio": "priority",
+	"bridge_fd": "forward-delay", "bridge_hello": "hello-time",
+	"bridge_maxage": "max-age", "bridge_pathcost": "path-cost",
+	"bridge_portprio": "port-priority", "bridge_stp": "stp",
+}
+
+// V1Param is the v1 name of the v2 parameter v2 in table (BondParamsV2 or
+// BridgeParamsV2).
+func V1Param(table map[string]string, v2 string) (string, bool) {
+	for v1, name := range table {
+		if name == v2 {
+			return v1, true
+		}
+	}
+	return "", false
+}

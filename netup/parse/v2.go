@@ -10,26 +10,6 @@ import (
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
-// v2BondParams and v2BridgeParams map v2 parameter names to the v1 names
-// cloud-init keeps in its state (the inverse of NET_CONFIG_TO_V2).
-var v2BondParams = map[string]string{
-	"ad-select": "bond-ad-select", "arp-interval": "bond-arp-interval",
-	"arp-ip-target": "bond-arp-ip-target", "arp-validate": "bond-arp-validate",
-	"down-delay": "bond-downdelay", "fail-over-mac-policy": "bond-fail-over-mac",
-	"lacp-rate": "bond-lacp-rate", "mii-monitor-interval": "bond-miimon",
-	"min-links": "bond-min-links", "mode": "bond-mode",
-	"gratuitous-arp": "bond-num-grat-arp", "primary": "bond-primary",
-	"primary-reselect-policy": "bond-primary-reselect", "up-delay": "bond-updelay",
-	"transmit-hash-policy": "bond-xmit-hash-policy",
-}
-
-var v2BridgeParams = map[string]string{
-	"ageing-time": "bridge_ageing", "priority": "bridge_bridgeprio",
-	"forward-delay": "bridge_fd", "hello-time": "bridge_hello",
-	"max-age": "bridge_maxage", "path-cost": "bridge_pathcost",
-	"port-priority": "bridge_portprio", "stp": "bridge_stp",
-}
-
 func v2(m map[string]any, opts Options, order func(keys ...string) []string) (*model.Network, error) {
 	in := newInterpreter(2, opts.MACs)
 	in.net.V2 = m
@@ -165,9 +145,9 @@ func (in *interpreter) vlans(devices map[string]any, names []string) {
 }
 
 func (in *interpreter) bondsOrBridges(devices map[string]any, names []string, typ string) {
-	section, mapping := "bonds", v2BondParams
+	section, table := "bonds", model.BondParamsV2
 	if typ == model.TypeBridge {
-		section, mapping = "bridges", v2BridgeParams
+		section, table = "bridges", model.BridgeParamsV2
 	}
 	for _, name := range names {
 		cfg, ok := in.device(section, name, devices[name])
@@ -190,7 +170,7 @@ func (in *interpreter) bondsOrBridges(devices map[string]any, names []string, ty
 				}
 				k = "gratuitous-arp"
 			}
-			v1Key, ok := mapping[k]
+			v1Key, ok := model.V1Param(table, k)
 			if !ok {
 				in.fail(fmt.Errorf("%s: parameters: unknown %s parameter %q", where, typ, k))
 				continue

@@ -9,25 +9,6 @@ import (
 	"github.com/seedinit/seedinit/netup/model"
 )
 
-// v1 bond and bridge parameter names (either spelling) to netplan's.
-var netplanBondParams = map[string]string{
-	"bond-ad-select": "ad-select", "bond-arp-interval": "arp-interval",
-	"bond-arp-ip-target": "arp-ip-target", "bond-arp-validate": "arp-validate",
-	"bond-downdelay": "down-delay", "bond-fail-over-mac": "fail-over-mac-policy",
-	"bond-lacp-rate": "lacp-rate", "bond-miimon": "mii-monitor-interval",
-	"bond-min-links": "min-links", "bond-mode": "mode",
-	"bond-num-grat-arp": "gratuitous-arp", "bond-primary": "primary",
-	"bond-primary-reselect": "primary-reselect-policy", "bond-updelay": "up-delay",
-	"bond-xmit-hash-policy": "transmit-hash-policy",
-}
-
-var netplanBridgeParams = map[string]string{
-	"bridge_ageing": "ageing-time", "bridge_bridgeprio": "priority",
-	"bridge_fd": "forward-delay", "bridge_hello": "hello-time",
-	"bridge_maxage": "max-age", "bridge_pathcost": "path-cost",
-	"bridge_portprio": "port-priority", "bridge_stp": "stp",
-}
-
 // Netplan renders etc/netplan/50-cloud-init.yaml as cloud-init's netplan
 // renderer does (with net-convert's features dhcp-use-domains and
 // ipv6-mtu): a v2 input passes through unchanged; a v1 state becomes
@@ -77,7 +58,7 @@ func netplanV2(n *model.Network) map[string]any {
 				if !strings.HasPrefix(p.Key, "bond_") && !strings.HasPrefix(p.Key, "bond-") {
 					continue
 				}
-				if name, ok := netplanBondParams[strings.ReplaceAll(p.Key, "_", "-")]; ok {
+				if name, ok := model.BondParamsV2[strings.ReplaceAll(p.Key, "_", "-")]; ok {
 					params[name] = netplanValue(p.Value)
 				}
 			}
@@ -100,7 +81,7 @@ func netplanV2(n *model.Network) map[string]any {
 			bridge := map[string]any{"interfaces": ports}
 			params := map[string]any{}
 			for _, p := range iface.Params {
-				name, ok := netplanBridgeParams[p.Key]
+				name, ok := model.BridgeParamsV2[p.Key]
 				if !ok {
 					continue
 				}
