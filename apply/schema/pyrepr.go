@@ -2,9 +2,7 @@ package schema
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/seedinit/seedinit/seed/pyfmt"
@@ -20,82 +18,24 @@ type reprer struct {
 }
 
 func (r *reprer) repr(v any, path string) string {
-	var b strings.Builder
-	r.write(&b, v, path, 0)
-	return b.String()
+	return pyfmt.Reprer{Keys: r.orderedKeys, Other: reprOther}.Repr(v, path)
 }
 
-// maxReprDepth keeps a hostile, deeply nested value from making a huge
-// message.
-const maxReprDepth = 50
-
-func (r *reprer) write(b *strings.Builder, v any, path string, depth int) {
-	if depth > maxReprDepth {
-		b.WriteString("...")
-		return
-	}
+// reprOther turns the schema's own types into ones pyfmt spells.
+func reprOther(v any) (any, bool) {
 	switch t := v.(type) {
-	case nil:
-		b.WriteString("None")
-	case bool:
-		if t {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
-		}
-	case string:
-		pyfmt.WriteQuoted(b, t)
 	case timestamp:
-		b.WriteString(t.repr())
-	case int:
-		b.WriteString(strconv.Itoa(t))
-	case int64:
-		b.WriteString(strconv.FormatInt(t, 10))
-	case uint64:
-		b.WriteString(strconv.FormatUint(t, 10))
-	case float64:
-		b.WriteString(pyfmt.Float(t))
+		return pyfmt.Raw(t.repr()), true
 	case json.Number:
 		if strings.ContainsAny(string(t), ".eE") {
 			f, _ := t.Float64()
-			b.WriteString(pyfmt.Float(f))
-		} else {
-			b.WriteString(string(t))
+			return f, true
 		}
-	case []any:
-		b.WriteByte('[')
-		for i, e := range t {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			r.write(b, e, joinPath(path, strconv.Itoa(i)), depth+1)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		b.WriteByte('{')
-		for i, k := range r.orderedKeys(t, path) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			pyfmt.WriteQuoted(b, k)
-			b.WriteString(": ")
-			r.write(b, t[k], joinPath(path, k), depth+1)
-		}
-		b.WriteByte('}')
+		return pyfmt.Raw(t), true
 	case *object:
-		b.WriteByte('{')
-		for i, k := range t.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			pyfmt.WriteQuoted(b, k)
-			b.WriteString(": ")
-			r.write(b, t.values[k], "", depth+1)
-		}
-		b.WriteByte('}')
-	default:
-		fmt.Fprintf(b, "%v", t)
+		return pyfmt.Dict{Keys: t.keys, Values: t.values}, true
 	}
+	return nil, false
 }
 
 // orderedKeys lists a mapping's keys in the order they are written in the
@@ -107,7 +47,7 @@ func (r *reprer) orderedKeys(m map[string]any, path string) []string {
 		keys = append(keys, k)
 	}
 	pos := func(k string) (yaml11.Position, bool) {
-		p, ok := r.positions[joinPath(path, k)]
+		p, ok := r.positions[pyfmt.JoinPath(path, k)]
 		return p, ok
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -128,11 +68,4 @@ func (r *reprer) orderedKeys(m map[string]any, path string) []string {
 		return keys[i] < keys[j]
 	})
 	return keys
-}
-
-func joinPath(prefix, elem string) string {
-	if prefix == "" {
-		return elem
-	}
-	return prefix + "." + elem
 }

@@ -131,11 +131,7 @@ const maxDepth = 50
 // True/False, integers, floats, quoted strings, lists and dicts. A Python
 // dict keeps its insertion order, which a decoded Go map has lost, so
 // mapping keys come sorted. Types outside that set print with fmt's %v.
-func Repr(v any) string {
-	var b strings.Builder
-	writeRepr(&b, v, 0)
-	return b.String()
-}
+func Repr(v any) string { return Reprer{}.Repr(v, "") }
 
 // Str is Python's str(): a string as it is, anything else as Repr.
 func Str(v any) string {
@@ -145,7 +141,36 @@ func Str(v any) string {
 	return Repr(v)
 }
 
-func writeRepr(b *strings.Builder, v any, depth int) {
+// Reprer is Repr for a caller that knows more about its values: the order
+// their mappings were written in, and types of its own.
+type Reprer struct {
+	// Keys lists a mapping's keys in the order to print them; path is the
+	// mapping's place in the value, keys and list indexes joined with
+	// ".". Nil sorts them.
+	Keys func(m map[string]any, path string) []string
+	// Other turns a value of a type Repr does not know into one it does
+	// (a Raw spelling, a Dict); false prints the value with fmt's %v.
+	Other func(v any) (any, bool)
+}
+
+// Raw is printed as it is: a caller's own repr of a value.
+type Raw string
+
+// Dict is a mapping with its keys in order. Its values have no place in
+// the value Reprer.Repr was given: their path is "".
+type Dict struct {
+	Keys   []string
+	Values map[string]any
+}
+
+// Repr writes v, found at path ("" for the top).
+func (r Reprer) Repr(v any, path string) string {
+	var b strings.Builder
+	r.write(&b, v, path, 0)
+	return b.String()
+}
+
+func (r Reprer) write(b *strings.Builder, v any, path string, depth int) {
 	if depth > maxDepth {
 		b.WriteString("...")
 		return
@@ -169,13 +194,15 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 		b.WriteString(Float(t))
 	case string:
 		WriteQuoted(b, t)
+	case Raw:
+		b.WriteString(string(t))
 	case []any:
 		b.WriteByte('[')
 		for i, e := range t {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, e, depth+1)
+			r.write(b, e, JoinPath(path, strconv.Itoa(i)), depth+1)
 		}
 		b.WriteByte(']')
 	case []string:
@@ -188,23 +215,40 @@ func writeRepr(b *strings.Builder, v any, depth int) {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		writeMapRepr(b, t, depth)
+		r.writeMap(b, r.keys(t, path), t, path, true, depth)
+	case Dict:
+		r.writeMap(b, t.Keys, t.Values, "", false, depth)
 	default:
+		if r.Other != nil {
+			if known, ok := r.Other(v); ok {
+				r.write(b, known, path, depth)
+				return
+			}
+		}
 		// A named map type (apply.Config) is still a mapping to Python.
 		if m, ok := asStringMap(v); ok {
-			writeMapRepr(b, m, depth)
+			r.writeMap(b, r.keys(m, path), m, path, true, depth)
 			return
 		}
 		fmt.Fprintf(b, "%v", v)
 	}
 }
 
-func writeMapRepr(b *strings.Builder, m map[string]any, depth int) {
+func (r Reprer) keys(m map[string]any, path string) []string {
+	if r.Keys != nil {
+		return r.Keys(m, path)
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// writeMap writes m's keys in order; the values of a placed mapping are
+// at path.key, a Dict's have no place.
+func (r Reprer) writeMap(b *strings.Builder, keys []string, m map[string]any, path string, placed bool, depth int) {
 	b.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {
@@ -212,9 +256,21 @@ func writeMapRepr(b *strings.Builder, m map[string]any, depth int) {
 		}
 		WriteQuoted(b, k)
 		b.WriteString(": ")
-		writeRepr(b, m[k], depth+1)
+		child := ""
+		if placed {
+			child = JoinPath(path, k)
+		}
+		r.write(b, m[k], child, depth+1)
 	}
 	b.WriteByte('}')
+}
+
+// JoinPath joins a place in a value and a key or index with ".".
+func JoinPath(prefix, elem string) string {
+	if prefix == "" {
+		return elem
+	}
+	return prefix + "." + elem
 }
 
 var stringMapType = reflect.TypeFor[map[string]any]()

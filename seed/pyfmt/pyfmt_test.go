@@ -2,10 +2,13 @@ package pyfmt
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,4 +218,40 @@ func FuzzQuote(f *testing.F) {
 			t.Errorf("Quote(%q) = %q holds a raw control character", s, q)
 		}
 	})
+}
+
+func TestReprerHooks(t *testing.T) {
+	type version struct{ major, minor int }
+	var paths []string
+	r := Reprer{
+		Keys: func(m map[string]any, path string) []string {
+			paths = append(paths, path)
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+			return keys
+		},
+		Other: func(v any) (any, bool) {
+			if x, ok := v.(version); ok {
+				return Raw(fmt.Sprintf("v%d.%d", x.major, x.minor)), true
+			}
+			return nil, false
+		},
+	}
+	v := map[string]any{
+		"a": []any{map[string]any{"x": 1, "y": version{1, 2}}},
+		"b": Dict{Keys: []string{"q", "p"}, Values: map[string]any{"p": map[string]any{"m": nil, "n": true}, "q": 1.5}},
+	}
+	if got, want := r.Repr(v, "top"), "{'b': {'q': 1.5, 'p': {'n': True, 'm': None}}, 'a': [{'y': v1.2, 'x': 1}]}"; got != want {
+		t.Errorf("Repr = %s, want %s", got, want)
+	}
+	// A Dict's values have no place; a mapping's are at path.key.index.
+	if want := []string{"top", "", "top.a.0"}; !slices.Equal(paths, want) {
+		t.Errorf("Keys saw paths %q, want %q", paths, want)
+	}
+	if got := Repr(struct{}{}); got != "{}" {
+		t.Errorf("an unknown type: %s", got)
+	}
 }
