@@ -4,6 +4,7 @@
 package mounts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/disk"
 	"github.com/seedinit/seedinit/apply/target"
 	"golang.org/x/sys/unix"
 )
@@ -117,18 +119,17 @@ func Run(ctx context.Context, env *apply.Env, host Host) error {
 			dirs = append(dirs, e[1])
 		}
 	}
-	mounted := map[string]bool{}
-	if env.Sys.Live() {
-		if mi, err := host.proc("self/mountinfo"); err == nil {
-			mounted = mountPoints(string(mi), env.Root.Dir())
-		}
-	}
 	for _, d := range dirs {
 		if err := env.Root.MkdirAll(d, 0o755, target.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("create mount point %s: %w", d, err))
 		}
-		if !mounted[d] {
-			mountAll = true
+	}
+	if len(dirs) > 0 {
+		mountAll = true
+		if env.Sys.Live() {
+			if mi, err := host.proc("self/mountinfo"); err == nil {
+				mountAll = !allMounted(env.Root, dirs, mi)
+			}
 		}
 	}
 
@@ -198,55 +199,25 @@ func sameLines(owned []string, entries []Entry) bool {
 	return true
 }
 
-// mountPoints lists the mount points in /proc/self/mountinfo text that lie
-// in the target rooted at top, as the target sees them: under an
-// initramfs the target is /sysroot, and its /srv/data is mounted on
+// allMounted reports whether every directory of the target in dirs is a
+// mount point now. The target's paths are the running system's through
+// HostPath: under an initramfs the target's /srv/data is mounted on
 // /sysroot/srv/data.
-func mountPoints(mountinfo, top string) map[string]bool {
-	m := map[string]bool{}
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) <= 4 {
-			continue
-		}
-		mp := unescapeOctal(f[4])
-		if top != "/" {
-			rest, ok := strings.CutPrefix(mp, top)
-			if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
-				continue
-			}
-			mp = "/" + strings.TrimPrefix(rest, "/")
-		}
-		m[mp] = true
+func allMounted(root *target.Root, dirs []string, mountinfo []byte) bool {
+	mounts, err := disk.ParseMountInfo(bytes.NewReader(mountinfo))
+	if err != nil {
+		return false
 	}
-	return m
-}
-
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
+	mounted := map[string]bool{}
+	for _, m := range mounts {
+		mounted[m.MountPoint] = true
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v byte
-			ok := true
-			for _, c := range s[i+1 : i+4] {
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + byte(c-'0')
-			}
-			if ok {
-				b.WriteByte(v)
-				i += 3
-				continue
-			}
+	for _, d := range dirs {
+		if hp, err := root.HostPath(d); err != nil || !mounted[hp] {
+			return false
 		}
-		b.WriteByte(s[i])
 	}
-	return b.String()
+	return true
 }
 
 // usesSystemd is cloud-init's distro.uses_systemd for the target: the

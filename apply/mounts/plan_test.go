@@ -1,10 +1,13 @@
 package mounts
 
 import (
-	"slices"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -159,30 +162,45 @@ func TestParseFstab(t *testing.T) {
 	}
 }
 
-func TestMountPointsAsTheTargetSeesThem(t *testing.T) {
-	const mountinfo = `22 1 0:21 / / rw - rootfs rootfs rw
-30 22 253:1 / /sysroot rw - ext4 /dev/vda1 rw
-31 30 253:2 / /sysroot/srv/data rw - ext4 /dev/vdc rw
-32 30 0:5 / /sysroot/srv/with\040space rw - tmpfs tmpfs rw
-33 22 0:6 / /sysrootfoo rw - tmpfs tmpfs rw
-34 22 0:7 / /proc rw - proc proc rw
-`
+func TestAllMountedSeesTheTargetFromTheHost(t *testing.T) {
+	dir := t.TempDir()
+	root, err := target.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, d := range []string{"srv/data", "srv/with space", "srv/other"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The target's /srv/link is a symlink to /srv/data: the kernel's mount
+	// point is where it leads.
+	if err := os.Symlink("/srv/data", filepath.Join(dir, "srv/link")); err != nil {
+		t.Fatal(err)
+	}
+	esc := strings.ReplaceAll(dir, " ", `\040`)
+	mountinfo := []byte(`22 1 0:21 / / rw - rootfs rootfs rw
+30 22 253:1 / ` + esc + ` rw - ext4 /dev/vda1 rw
+31 30 253:2 / ` + esc + `/srv/data rw - ext4 /dev/vdc rw
+32 30 0:5 / ` + esc + `/srv/with\040space rw - tmpfs tmpfs rw
+34 22 0:7 / /srv/other rw - proc proc rw
+`)
 	for _, tt := range []struct {
-		top  string
-		want []string
+		dirs []string
+		want bool
 	}{
-		{"/", []string{"/", "/sysroot", "/sysroot/srv/data", "/sysroot/srv/with space", "/sysrootfoo", "/proc"}},
-		{"/sysroot", []string{"/", "/srv/data", "/srv/with space"}},
+		{[]string{"/srv/data", "/srv/with space"}, true},
+		{[]string{"/srv/link"}, true},
+		// Mounted on the host's /srv/other, not on the target's.
+		{[]string{"/srv/data", "/srv/other"}, false},
+		{[]string{"/srv/missing"}, false},
 	} {
-		got := mountPoints(mountinfo, tt.top)
-		var names []string
-		for mp := range got {
-			names = append(names, mp)
+		if got := allMounted(root, tt.dirs, mountinfo); got != tt.want {
+			t.Errorf("allMounted(%q) = %v, want %v", tt.dirs, got, tt.want)
 		}
-		slices.Sort(names)
-		slices.Sort(tt.want)
-		if !slices.Equal(names, tt.want) {
-			t.Errorf("top %s: mount points %q, want %q", tt.top, names, tt.want)
-		}
+	}
+	if allMounted(root, []string{"/srv/data"}, []byte("not mountinfo\n")) {
+		t.Error("unreadable mountinfo counts as mounted")
 	}
 }
