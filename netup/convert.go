@@ -6,6 +6,7 @@ package netup
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
@@ -18,9 +19,17 @@ const (
 	KindENI             = "eni"
 	KindYAML            = "yaml"
 	KindNetworkDataJSON = "network_data.json"
-	// KindEC2 is seedinit's own: the "network" tree of EC2's instance
-	// metadata in JSON, as the EC2 datasource keeps it.
+	// The kinds below are seedinit's own: a cloud's network metadata in
+	// JSON, as its datasource keeps it (the datasource's NetworkFormat).
+	//
+	// KindEC2: the "network" tree of EC2's instance metadata.
 	KindEC2 = "ec2"
+	// KindDigitalOcean: {"interfaces": ..., "dns": ...} of v1.json.
+	KindDigitalOcean = "digitalocean"
+	// KindVultr: {"interfaces": [...]} of Vultr's v1.json.
+	KindVultr = "vultr"
+	// KindAzureIMDS: the "network" object of Azure's IMDS document.
+	KindAzureIMDS = "azure-imds"
 )
 
 // Output kinds, as `cloud-init devel net-convert --output-kind` names
@@ -35,7 +44,7 @@ const (
 
 // InputKinds and OutputKinds list the accepted kinds, for flag help.
 var (
-	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON, KindEC2}
+	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON, KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS}
 	OutputKinds = []string{OutputENI, OutputNetplan, OutputNetworkd, OutputSysconfig, OutputJSON}
 )
 
@@ -43,27 +52,37 @@ var (
 var ErrDisabled = parse.ErrDisabled
 
 // MAC names one of the machine's NICs by its MAC address (net-convert's
-// --mac name,mac).
+// --mac name,mac[,driver]).
 type MAC struct {
 	Name    string
 	Address string
+	// Driver is the kernel driver bound to the NIC, when known.
+	Driver string
 }
 
-// ParseMAC reads a --mac value "name,mac".
+// ParseMAC reads a --mac value "name,mac" or "name,mac,driver" (the
+// driver matters to Azure's metadata only).
 func ParseMAC(s string) (MAC, error) {
-	name, addr, ok := strings.Cut(s, ",")
-	if !ok || name == "" || addr == "" {
-		return MAC{}, fmt.Errorf("parse --mac %q: want name,mac", s)
+	fields := strings.Split(s, ",")
+	if len(fields) < 2 || len(fields) > 3 || slices.Contains(fields, "") {
+		return MAC{}, fmt.Errorf("parse --mac %q: want name,mac or name,mac,driver", s)
 	}
-	return MAC{Name: name, Address: addr}, nil
+	m := MAC{Name: fields[0], Address: fields[1]}
+	if len(fields) == 3 {
+		m.Driver = fields[2]
+	}
+	return m, nil
 }
 
 // Parse reads input of the given kind into the network model. macs are
 // the machine's NICs, for inputs that name NICs by MAC only.
 func Parse(input []byte, kind string, macs []MAC) (*model.Network, error) {
-	opts := parse.Options{MACs: map[string]string{}}
+	opts := parse.Options{MACs: map[string]string{}, Drivers: map[string]string{}}
 	for _, m := range macs {
 		opts.MACs[strings.ToLower(m.Address)] = m.Name
+		if m.Driver != "" {
+			opts.Drivers[m.Name] = m.Driver
+		}
 	}
 	switch kind {
 	case KindENI:
@@ -74,6 +93,12 @@ func Parse(input []byte, kind string, macs []MAC) (*model.Network, error) {
 		return parse.NetworkDataJSON(input, opts)
 	case KindEC2:
 		return parse.EC2(input, opts)
+	case KindDigitalOcean:
+		return parse.DigitalOcean(input, opts)
+	case KindVultr:
+		return parse.Vultr(input, opts)
+	case KindAzureIMDS:
+		return parse.AzureIMDS(input, opts)
 	}
 	return nil, fmt.Errorf("parse network config: unknown input kind %q (want %s)", kind, strings.Join(InputKinds, ", "))
 }

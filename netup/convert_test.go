@@ -66,13 +66,13 @@ var convertCases = []convertCase{
 		"eni": "cloud-init writes wan's own DNS as a Python dict line; seedinit leaves it out",
 	}},
 	{file: "eni-basic.eni", kind: KindENI},
-	{file: "nd-phy-vlan.json", kind: KindNetworkDataJSON, macs: []MAC{{"eth0", "fa:16:3e:00:20:01"}}},
-	{file: "nd-bond.json", kind: KindNetworkDataJSON, macs: []MAC{{"ens3", "fa:16:3e:00:21:01"}, {"ens4", "fa:16:3e:00:21:02"}}},
+	{file: "nd-phy-vlan.json", kind: KindNetworkDataJSON, macs: []MAC{{Name: "eth0", Address: "fa:16:3e:00:20:01"}}},
+	{file: "nd-bond.json", kind: KindNetworkDataJSON, macs: []MAC{{Name: "ens3", Address: "fa:16:3e:00:21:01"}, {Name: "ens4", Address: "fa:16:3e:00:21:02"}}},
 	{file: "nd-ipv6.json", kind: KindNetworkDataJSON, macs: []MAC{
-		{"eth0", "fa:16:3e:00:22:01"}, {"eth1", "fa:16:3e:00:22:02"}, {"eth2", "fa:16:3e:00:22:03"},
-		{"eth3", "fa:16:3e:00:22:04"}, {"eth4", "fa:16:3e:00:22:05"}}},
-	{file: "nd-named-links.json", kind: KindNetworkDataJSON, macs: []MAC{{"ens5", "fa:16:3e:00:23:03"}}},
-	{file: "nd-bond-vlan.json", kind: KindNetworkDataJSON, macs: []MAC{{"eth0", "fa:16:3e:00:24:01"}, {"eth1", "fa:16:3e:00:24:02"}}},
+		{Name: "eth0", Address: "fa:16:3e:00:22:01"}, {Name: "eth1", Address: "fa:16:3e:00:22:02"}, {Name: "eth2", Address: "fa:16:3e:00:22:03"},
+		{Name: "eth3", Address: "fa:16:3e:00:22:04"}, {Name: "eth4", Address: "fa:16:3e:00:22:05"}}},
+	{file: "nd-named-links.json", kind: KindNetworkDataJSON, macs: []MAC{{Name: "ens5", Address: "fa:16:3e:00:23:03"}}},
+	{file: "nd-bond-vlan.json", kind: KindNetworkDataJSON, macs: []MAC{{Name: "eth0", Address: "fa:16:3e:00:24:01"}, {Name: "eth1", Address: "fa:16:3e:00:24:02"}}},
 }
 
 var diffOutputs = []string{OutputENI, OutputNetworkd, OutputNetplan, OutputSysconfig}
@@ -376,10 +376,13 @@ func TestParseMAC(t *testing.T) {
 		want    MAC
 		wantErr bool
 	}{
-		{"eth0,fa:16:3e:00:00:01", MAC{"eth0", "fa:16:3e:00:00:01"}, false},
+		{"eth0,fa:16:3e:00:00:01", MAC{Name: "eth0", Address: "fa:16:3e:00:00:01"}, false},
+		{"eth0,00:0d:3a:04:75:98,hv_netvsc", MAC{Name: "eth0", Address: "00:0d:3a:04:75:98", Driver: "hv_netvsc"}, false},
 		{"eth0", MAC{}, true},
 		{",fa:16:3e:00:00:01", MAC{}, true},
 		{"eth0,", MAC{}, true},
+		{"eth0,fa:16:3e:00:00:01,", MAC{}, true},
+		{"eth0,fa:16:3e:00:00:01,hv_netvsc,x", MAC{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -399,7 +402,7 @@ func TestParseMAC(t *testing.T) {
 func TestMACLookupIgnoresCase(t *testing.T) {
 	input := `{"links": [{"id": "a", "type": "phy", "ethernet_mac_address": "FA:16:3E:AA:BB:CC"}],
 	 "networks": [{"id": "n", "type": "ipv4_dhcp", "link": "a"}]}`
-	files, err := Convert([]byte(input), KindNetworkDataJSON, OutputNetworkd, []MAC{{"lan0", "fa:16:3e:aa:BB:cc"}})
+	files, err := Convert([]byte(input), KindNetworkDataJSON, OutputNetworkd, []MAC{{Name: "lan0", Address: "fa:16:3e:aa:BB:cc"}})
 	if err != nil {
 		t.Fatal(err)
 	}

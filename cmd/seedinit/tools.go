@@ -23,7 +23,7 @@ func runNetConvert(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&input, n, "", "network config file to read")
 	}
 	for _, n := range []string{"kind", "k"} {
-		fs.StringVar(&kind, n, "", "input kind: eni, yaml, network_data.json or ec2 (needs --mac)")
+		fs.StringVar(&kind, n, "", "input kind: eni, yaml, network_data.json, or a cloud's network metadata: ec2, digitalocean, vultr (these need --mac), azure-imds")
 	}
 	for _, n := range []string{"output-kind", "O"} {
 		fs.StringVar(&outKind, n, "", "output kind: eni, netplan, networkd, sysconfig or json")
@@ -36,7 +36,7 @@ func runNetConvert(args []string, stdout, stderr io.Writer) int {
 	}
 	var macs stringList
 	for _, n := range []string{"mac", "m"} {
-		fs.Var(&macs, n, "name,mac of a NIC (repeatable)")
+		fs.Var(&macs, n, "name,mac[,driver] of a NIC (repeatable)")
 	}
 	fs.Bool("debug", false, "accepted for compatibility")
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {

@@ -1,7 +1,6 @@
 package parse
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,11 +22,10 @@ var openstackSubnetKeys = []string{
 // A NIC link without a "name" gets the name of the machine's NIC with its
 // ethernet_mac_address, from opts.MACs.
 func NetworkDataJSON(data []byte, opts Options) (*model.Network, error) {
-	var doc any
-	if err := json.Unmarshal(data, &doc); err != nil {
+	doc, err := decodePythonJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("decode network_data.json: %w", err)
 	}
-	doc = fromJSON(doc)
 	m, ok := doc.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("decode network_data.json: expected an object, got a %s", yaml11.Kind(doc))
@@ -41,26 +39,6 @@ func NetworkDataJSON(data []byte, opts Options) (*model.Network, error) {
 		return net, fmt.Errorf("parse network_data.json: %w", errors.Join(errs...))
 	}
 	return net, nil
-}
-
-// fromJSON turns encoding/json's float64 numbers into int64 where they
-// are integers, as Python's json module does.
-func fromJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fromJSON(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = fromJSON(e)
-		}
-	case float64:
-		if x == float64(int64(x)) && x < 1<<53 && x > -(1<<53) {
-			return int64(x)
-		}
-	}
-	return v
 }
 
 type linkInfo struct {

@@ -30,6 +30,11 @@ type Options struct {
 	// without a name; v2 ethernets matched by macaddress without
 	// set-name). Case does not matter.
 	MACs map[string]string
+	// Drivers maps a NIC's name to the kernel driver bound to it
+	// ("hv_netvsc"), for inputs whose rules depend on it (Azure matches
+	// its synthetic NICs by driver too, since an accelerated-networking
+	// VF shares their MAC). Empty when the machine is not known.
+	Drivers map[string]string
 }
 
 // YAML parses a cloud-init network config (v1 or v2), possibly wrapped in

@@ -1,7 +1,11 @@
 package parse
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -142,4 +146,41 @@ func orderedKeys(m map[string]any, order []string) []string {
 	}
 	sort.Strings(rest)
 	return append(out, rest...)
+}
+
+// decodePythonJSON decodes one JSON value as Python's json module does:
+// an integer literal becomes an int64, any other number a float64.
+func decodePythonJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
+	}
+	return pythonNumbers(doc), nil
+}
+
+// pythonNumbers gives decoded JSON numbers the types Python's json module
+// gives them: an integer literal is an int (int64), any other a float.
+func pythonNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = pythonNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = pythonNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64() // out of range: ±Inf, as Python reads it
+		return f
+	}
+	return v
 }
