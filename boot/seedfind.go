@@ -92,7 +92,12 @@ const dhcpBudget = 10 * time.Second
 // for images that have no network service of their own to read the files
 // the network module renders. Failures are logged; the boot goes on.
 func (p *PID1) applyNetworkLive(s *seed.Seed) error {
-	kind := map[string]string{"v1": "yaml", "v2": "yaml", "network_data.json": "network_data.json", "eni": "eni"}[s.NetworkFormat]
+	kind := map[string]string{
+		"v1": netup.KindYAML, "v2": netup.KindYAML, "network_data.json": netup.KindNetworkDataJSON, "eni": netup.KindENI,
+		// DigitalOcean's public addresses are static: a machine that has
+		// only this live config has no other way to them.
+		"digitalocean": netup.KindDigitalOcean, "vultr": netup.KindVultr, "azure-imds": netup.KindAzureIMDS,
+	}[s.NetworkFormat]
 	if kind == "" || len(s.NetworkConfig) == 0 {
 		return nil
 	}
@@ -100,7 +105,7 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	if nics, err := link.Discover(link.SysClassNet); err == nil {
 		for _, n := range nics {
 			if n.MAC != "" {
-				macs = append(macs, netup.MAC{Name: n.Name, Address: n.MAC})
+				macs = append(macs, netup.MAC{Name: n.Name, Address: n.MAC, Driver: n.Driver})
 			}
 		}
 	}

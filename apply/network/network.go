@@ -74,7 +74,7 @@ func run(ctx context.Context, env *apply.Env) error {
 		}
 		for _, nic := range nics {
 			if nic.MAC != "" {
-				macs = append(macs, netup.MAC{Name: nic.Name, Address: nic.MAC})
+				macs = append(macs, netup.MAC{Name: nic.Name, Address: nic.MAC, Driver: nic.Driver})
 			}
 		}
 	}
@@ -95,10 +95,10 @@ func run(ctx context.Context, env *apply.Env) error {
 	} else {
 		raw, kind := datasourceConfig(env)
 		source = "datasource"
-		if kind == netup.KindEC2 && len(macs) == 0 {
-			// EC2's config is per MAC of this machine's NICs: offline there
-			// are none to name.
-			return apply.Skip("EC2's network metadata names NICs by their MACs and this target's NICs are not known (not the running system)")
+		if byMAC[kind] && len(macs) == 0 {
+			// The cloud's config is per MAC of this machine's NICs:
+			// offline there are none to name.
+			return apply.Skip("%s network metadata names NICs by their MACs and this target's NICs are not known (not the running system)", env.Seed.Datasource)
 		}
 		if raw == nil {
 			raw, kind, source = fallbackConfig(nics), netup.KindYAML, "fallback"
@@ -138,6 +138,25 @@ func run(ctx context.Context, env *apply.Env) error {
 	return errors.Join(parseErr, renderErr, writeErr)
 }
 
+// byMAC lists the input kinds that name NICs by MAC only.
+var byMAC = map[string]bool{netup.KindEC2: true, netup.KindDigitalOcean: true, netup.KindVultr: true}
+
+// azureNetworkOff reports datasource.Azure.apply_network_config: false,
+// with which cloud-init leaves IMDS's network metadata aside for its
+// fallback config.
+func azureNetworkOff(env *apply.Env) bool {
+	dsCfg, ok, _ := env.Config.Map("datasource")
+	if !ok {
+		return false
+	}
+	azure, ok, _ := dsCfg.Map("Azure")
+	if !ok {
+		return false
+	}
+	on, ok := azure["apply_network_config"].(bool)
+	return ok && !on
+}
+
 // disabled reports a "network" value of {config: disabled}.
 func disabled(network any) bool {
 	m, ok := network.(map[string]any)
@@ -161,14 +180,28 @@ func datasourceConfig(env *apply.Env) (raw []byte, kind string) {
 		kind = netup.KindNetworkDataJSON
 	case "ec2":
 		kind = netup.KindEC2
+	case "digitalocean":
+		kind = netup.KindDigitalOcean
+	case "vultr":
+		kind = netup.KindVultr
+	case "azure-imds":
+		if azureNetworkOff(env) {
+			env.Log.Info("Azure's IMDS network metadata is not applied (datasource.Azure.apply_network_config is false); using the fallback")
+			return nil, ""
+		}
+		kind = netup.KindAzureIMDS
+	case "oracle-vnics":
+		// cloud-init 22.4 configures Oracle's primary VNIC from the
+		// initramfs (DHCP, which the fallback does) and its secondary
+		// VNICs only on request (configure_secondary_nics, off by default).
+		env.Log.Info("Oracle's VNIC metadata is not converted; using the fallback (DHCP on one NIC), as cloud-init does by default")
+		return nil, ""
 	case "v1", "v2", "yaml", "":
 		kind = netup.KindYAML
 		if looksLikeNetworkData(raw) {
 			kind = netup.KindNetworkDataJSON
 		}
 	default:
-		// DigitalOcean's and Oracle's trees: kept raw by the
-		// datasource, not converted yet. The fallback serves instead.
 		env.Warn("network config of format %q from the datasource is not converted by seedinit yet; using the fallback (DHCP on one NIC)", env.Seed.NetworkFormat)
 		return nil, ""
 	}

@@ -2,6 +2,7 @@ package ds
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/seedinit/seedinit/seed"
@@ -36,11 +37,11 @@ func (d digitalOceanDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed
 	if env.Endpoint != "" {
 		url = endpointPath(env, ".json", "metadata/v1.json")
 	}
-	md, err := newMetadataClient(env, d.Name()).getJSONObject(ctx, url, nil)
+	body, err := newMetadataClient(env, d.Name()).get(ctx, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetch DigitalOcean metadata: %w", err)
 	}
-	s, err := digitalOceanSeed(md, env.DMIField("product_serial"))
+	s, err := digitalOceanSeed(body, env.DMIField("product_serial"))
 	if err != nil {
 		return nil, fmt.Errorf("read DigitalOcean metadata from %s: %w", Redact(url), err)
 	}
@@ -50,7 +51,11 @@ func (d digitalOceanDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed
 
 // digitalOceanSeed maps v1.json; the droplet id in DMI product_serial
 // stands in for missing id and hostname, as in cloud-init.
-func digitalOceanSeed(md map[string]any, dmiDropletID string) (*seed.Seed, error) {
+func digitalOceanSeed(body []byte, dmiDropletID string) (*seed.Seed, error) {
+	md, err := decodeJSONObject(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode v1.json: %w", err)
+	}
 	s := &seed.Seed{
 		Datasource: "DigitalOcean", Platform: "digitalocean", CloudName: "digitalocean",
 		Metadata:      md,
@@ -75,9 +80,19 @@ func digitalOceanSeed(md map[string]any, dmiDropletID string) (*seed.Seed, error
 		return nil, fmt.Errorf("no droplet_id")
 	}
 	if ifaces, ok := md["interfaces"]; ok && ifaces != nil {
-		raw, err := rawNetwork(map[string]any{"interfaces": ifaces, "dns": md["dns"]})
+		// The values are kept as the droplet wrote them: cloud-init
+		// configures the interfaces in the document's key order, which a
+		// decoded map has lost.
+		var network struct {
+			Interfaces json.RawMessage `json:"interfaces"`
+			DNS        json.RawMessage `json:"dns,omitempty"`
+		}
+		if err := json.Unmarshal(body, &network); err != nil {
+			return nil, fmt.Errorf("decode v1.json: %w", err)
+		}
+		raw, err := json.Marshal(network)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("encode network metadata: %w", err)
 		}
 		s.NetworkConfig, s.NetworkFormat = raw, "digitalocean"
 	}

@@ -35,12 +35,28 @@ func FuzzDigitalOceanSeed(f *testing.F) {
 	f.Add([]byte(`{"droplet_id": 1, "hostname": "h", "public_keys": ["k"], "interfaces": {"public": []}, "dns": {}}`))
 	f.Add([]byte(`{"public_keys": "k", "user_data": 5}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		md, err := decodeJSONObject(body)
-		if err != nil {
-			return
-		}
-		if s, err := digitalOceanSeed(md, ""); err == nil && s.InstanceID == "" {
+		if s, err := digitalOceanSeed(body, ""); err == nil && s.InstanceID == "" {
 			t.Error("a seed without an instance-id")
 		}
 	})
+}
+
+// TestDigitalOceanNetworkOrder checks that the network metadata keeps the
+// droplet's key order (cloud-init configures the interfaces in it) and
+// that a missing "dns" stays missing.
+func TestDigitalOceanNetworkOrder(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{`{"droplet_id": 1, "interfaces": {"public": [{"mac": "a"}], "private": [{"mac": "b"}]}, "dns": {"nameservers": ["x"]}}`,
+			`{"interfaces":{"public":[{"mac":"a"}],"private":[{"mac":"b"}]},"dns":{"nameservers":["x"]}}`},
+		{`{"droplet_id": 1, "interfaces": {"public": []}}`, `{"interfaces":{"public":[]}}`},
+		{`{"droplet_id": 1}`, ``},
+	} {
+		s, err := digitalOceanSeed([]byte(tt.body), "")
+		if err != nil {
+			t.Fatalf("digitalOceanSeed(%s): %v", tt.body, err)
+		}
+		if got := string(s.NetworkConfig); got != tt.want {
+			t.Errorf("digitalOceanSeed(%s) network config %s, want %s", tt.body, got, tt.want)
+		}
+	}
 }

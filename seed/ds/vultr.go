@@ -79,15 +79,16 @@ func vultrSeed(md map[string]any) (*seed.Seed, error) {
 		return nil, err
 	}
 	s.VendorData = vendor
-	ifaces := md["cloud_interfaces"]
-	if ifaces == nil {
-		ifaces = md["interfaces"]
-	}
-	if s.NetworkConfig, err = rawNetwork(ifaces); err != nil {
-		return nil, err
-	}
-	if s.NetworkConfig != nil {
-		s.NetworkFormat = "vultr"
+	// The key stays with the list: cloud-init reads "cloud_interfaces"
+	// (when present) differently from "interfaces".
+	for _, key := range []string{"cloud_interfaces", "interfaces"} {
+		if ifaces := md[key]; ifaces != nil {
+			if s.NetworkConfig, err = rawNetwork(map[string]any{key: ifaces}); err != nil {
+				return nil, err
+			}
+			s.NetworkFormat = "vultr"
+			break
+		}
 	}
 	return s, nil
 }

@@ -66,3 +66,29 @@ func FuzzVultrSeed(f *testing.F) {
 		}
 	})
 }
+
+// TestVultrNetworkKey checks that the network config keeps the key its
+// list came under: cloud-init reads cloud_interfaces and interfaces
+// differently, and cloud_interfaces wins when both are there.
+func TestVultrNetworkKey(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{`{"instance-v2-id":"i","interfaces":[{"mac":"56:00:00:00:00:01"}]}`, `{"interfaces":[{"mac":"56:00:00:00:00:01"}]}`},
+		{`{"instance-v2-id":"i","interfaces":[],"cloud_interfaces":[{"mac":"m"}]}`, `{"cloud_interfaces":[{"mac":"m"}]}`},
+		{`{"instance-v2-id":"i"}`, ``},
+	} {
+		md, err := decodeJSONObject([]byte(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := vultrSeed(md)
+		if err != nil {
+			t.Fatalf("vultrSeed(%s): %v", tt.body, err)
+		}
+		if got := string(s.NetworkConfig); got != tt.want {
+			t.Errorf("vultrSeed(%s) network config %s, want %s", tt.body, got, tt.want)
+		}
+		if wantFormat := map[bool]string{true: "vultr", false: ""}[tt.want != ""]; s.NetworkFormat != wantFormat {
+			t.Errorf("vultrSeed(%s) network format %q, want %q", tt.body, s.NetworkFormat, wantFormat)
+		}
+	}
+}
