@@ -50,9 +50,14 @@ func runLocale(ctx context.Context, env *apply.Env) error {
 			locale = defaultLocale
 		}
 	}
-	if family == "debian" && !isBuiltinLocale(locale) {
+	if family == "debian" && !isBuiltinLocale(locale) && compiledLocale(env.Root, locale) != localeCompiled {
 		if err := generateLocale(ctx, env, locale); err != nil {
 			env.Warn("%v", err)
+		} else if compiledLocale(env.Root, locale) == localeMissing {
+			// A LANG naming a locale the C library lacks makes every
+			// program's setlocale fail; update-locale refuses it too.
+			env.Warn("locale %q is not compiled even after locale-gen (not a locale this image supports?); %s keeps its LANG", locale, file)
+			return nil
 		}
 	}
 	changed, err := SetShellVar(env.Root, file, "LANG", locale)
@@ -89,16 +94,72 @@ func isBuiltinLocale(l string) bool {
 	return false
 }
 
-// generateLocale runs the target's locale-gen, as cloud-init does on
-// Debian, so that the locale it names exists.
+// generateLocale compiles a locale the target lacks with its locale-gen,
+// given the locale as cloud-init gives it (Ubuntu's locale-gen builds its
+// arguments) and enabled in /etc/locale.gen first (Debian's builds what
+// that file lists and ignores its arguments, so cloud-init 22.4's call
+// builds nothing there and its update-locale then refuses the locale).
 func generateLocale(ctx context.Context, env *apply.Env, locale string) error {
 	bin, ok := apply.LookPath(env.Root, "locale-gen")
 	if !ok {
 		return fmt.Errorf("generate locale %q: locale-gen is not available on this image", locale)
 	}
+	if err := enableLocaleGen(env.Root, locale); err != nil {
+		return fmt.Errorf("generate locale %q: %w", locale, err)
+	}
 	var out bytes.Buffer
 	if err := env.Sys.Run(ctx, apply.Command{Argv: []string{bin, locale}, Output: &out}); err != nil {
 		return fmt.Errorf("generate locale %q: %s: %w: %s", locale, bin, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+const (
+	localeGenFile   = "/etc/locale.gen"
+	supportedLocale = "/usr/share/i18n/SUPPORTED"
+)
+
+// enableLocaleGen makes /etc/locale.gen list locale: its commented line
+// is uncommented, or the line the C library's list of supported locales
+// has for it is added. A target without locale.gen (Ubuntu keeps its
+// list elsewhere) or a locale in neither file is left alone for
+// locale-gen to judge.
+func enableLocaleGen(root *target.Root, locale string) error {
+	data, err := root.ReadFile(localeGenFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", localeGenFile, err)
+	}
+	want := normalizeLocale(locale)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, line := range lines {
+		fields := strings.Fields(strings.TrimLeft(line, "# \t"))
+		if len(fields) != 2 || normalizeLocale(fields[0]) != want {
+			continue
+		}
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			return nil
+		}
+		lines[i] = fields[0] + " " + fields[1]
+		return writeLocaleGen(root, lines)
+	}
+	supported, err := root.ReadFile(supportedLocale)
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(supported), "\n") {
+		if fields := strings.Fields(line); len(fields) == 2 && normalizeLocale(fields[0]) == want {
+			return writeLocaleGen(root, append(lines, fields[0]+" "+fields[1]))
+		}
+	}
+	return nil
+}
+
+func writeLocaleGen(root *target.Root, lines []string) error {
+	if _, err := root.WriteFileIfChanged(localeGenFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644, target.KeepOwner); err != nil {
+		return fmt.Errorf("enable the locale in %s: %w", localeGenFile, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"net/netip"
 	"os"
@@ -102,8 +103,44 @@ func TestLocale(t *testing.T) {
 		ran     []string
 		warns   int
 		skipped bool
+		// generates makes the fake locale-gen compile the locale.
+		generates bool
+		// localeGen is /etc/locale.gen afterwards, when not "".
+		localeGen string
 	}{
 		{name: "disabled", yaml: "locale: false", skipped: true},
+		{
+			name: "compiled in the archive needs no locale-gen",
+			files: map[string]string{"etc/os-release": "ID=debian\n", "usr/sbin/locale-gen*": "",
+				"usr/lib/locale/locale-archive": string(testLocaleArchive(binary.LittleEndian, "C.utf8", "de_DE.utf8"))},
+			yaml: "locale: de_DE.UTF-8", path: "etc/default/locale", want: "LANG=de_DE.UTF-8\n",
+		},
+		{
+			name:  "compiled as a directory needs no locale-gen",
+			files: map[string]string{"etc/os-release": "ID=debian\n", "usr/sbin/locale-gen*": "", "usr/lib/locale/de_DE.utf8/LC_CTYPE": ""},
+			yaml:  "locale: de_DE.UTF-8", path: "etc/default/locale", want: "LANG=de_DE.UTF-8\n",
+		},
+		{
+			name: "debian: enabled in locale.gen, then compiled",
+			files: map[string]string{"etc/os-release": "ID=debian\n", "usr/sbin/locale-gen*": "", "usr/lib/locale/C.utf8/LC_CTYPE": "",
+				"etc/locale.gen": "# This file lists locales that you wish to have built.\n# de_DE ISO-8859-1\n# de_DE.UTF-8 UTF-8\n# en_US.UTF-8 UTF-8\n"},
+			yaml: "locale: de_DE.UTF-8", path: "etc/default/locale", want: "LANG=de_DE.UTF-8\n", generates: true,
+			localeGen: "# This file lists locales that you wish to have built.\n# de_DE ISO-8859-1\nde_DE.UTF-8 UTF-8\n# en_US.UTF-8 UTF-8\n",
+		},
+		{
+			name: "debian: added to locale.gen from SUPPORTED",
+			files: map[string]string{"etc/os-release": "ID=debian\n", "usr/sbin/locale-gen*": "", "usr/lib/locale/C.utf8/LC_CTYPE": "",
+				"etc/locale.gen": "# en_US.UTF-8 UTF-8\n", "usr/share/i18n/SUPPORTED": "de_DE ISO-8859-1\nfr_FR.UTF-8 UTF-8\n"},
+			yaml: "locale: fr_FR.utf8", path: "etc/default/locale", want: "LANG=fr_FR.utf8\n", generates: true,
+			localeGen: "# en_US.UTF-8 UTF-8\nfr_FR.UTF-8 UTF-8\n",
+		},
+		{
+			name: "not compiled after locale-gen: LANG kept",
+			files: map[string]string{"etc/os-release": "ID=debian\n", "usr/sbin/locale-gen*": "", "usr/lib/locale/C.utf8/LC_CTYPE": "",
+				"etc/default/locale": "LANG=C.UTF-8\n", "etc/locale.gen": "# en_US.UTF-8 UTF-8\n"},
+			yaml: "locale: xx_YY.UTF-8", path: "etc/default/locale", want: "LANG=C.UTF-8\n",
+			ran: []string{"/usr/sbin/locale-gen xx_YY.UTF-8"}, warns: 1, localeGen: "# en_US.UTF-8 UTF-8\n",
+		},
 		{
 			name: "debian with locale-gen", files: map[string]string{"etc/os-release": "ID=debian\n", "usr/sbin/locale-gen*": ""},
 			yaml: "locale: de_DE.UTF-8", path: "etc/default/locale", want: "LANG=de_DE.UTF-8\n", ran: []string{"/usr/sbin/locale-gen de_DE.UTF-8"},
@@ -140,6 +177,12 @@ func TestLocale(t *testing.T) {
 			var env *applytest.Env
 			for run := 0; run < 2; run++ {
 				env = applytest.NewEnvAt(t, dir, config(t, tc.yaml))
+				if tc.generates {
+					env.Sys.RunFunc = func(cmd apply.Command) error {
+						locale := cmd.Argv[len(cmd.Argv)-1]
+						return os.MkdirAll(filepath.Join(dir, "usr/lib/locale", normalizeLocale(locale)), 0o755)
+					}
+				}
 				err := runLocale(context.Background(), env.Env)
 				if tc.skipped {
 					if !errors.Is(err, apply.ErrSkipped) {
@@ -156,6 +199,11 @@ func TestLocale(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.ran, env.Sys.Ran()); diff != "" {
 				t.Errorf("commands of the second run (-want +got):\n%s", diff)
+			}
+			if tc.localeGen != "" {
+				if diff := cmp.Diff(tc.localeGen, readFile(t, dir, "etc/locale.gen")); diff != "" {
+					t.Errorf("/etc/locale.gen (-want +got):\n%s", diff)
+				}
 			}
 			if len(env.Warnings()) != tc.warns {
 				t.Errorf("warnings = %q, want %d", env.Warnings(), tc.warns)
