@@ -19,6 +19,8 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
+	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds"
 )
 
 // Where PID 1 keeps its things; /run moves into the real root at the
@@ -251,6 +253,11 @@ func (p *PID1) provision() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	// Whatever the modules did, the instance is up: a cloud that waits for
+	// word of it (Azure) is told once they are over.
+	if reporter, ok := ds.ReadyReporterFor(sd); ok {
+		defer p.Timeline.Do("report ready", func() error { return p.reportReady(reporter, root, sd) })
+	}
 	return p.Timeline.Do("stages local, network, config", func() error {
 		rep, err := stages.Run(ctx, stages.Options{
 			Root:    root,
@@ -269,6 +276,23 @@ func (p *PID1) provision() error {
 		}
 		return nil
 	})
+}
+
+// readyBudget bounds telling the cloud the instance is up: the boot goes
+// on without it.
+const readyBudget = 30 * time.Second
+
+// reportReady tells the datasource's cloud that provisioning is over, for
+// the clouds that want to know (Azure fails a deployment that never
+// hears it).
+func (p *PID1) reportReady(reporter ds.ReadyReporter, root *target.Root, sd *seed.Seed) error {
+	env, err := ds.HostEnv(root, p.Log)
+	if err != nil {
+		p.Log.Warn("datasource configuration", "error", err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyBudget)
+	defer cancel()
+	return reporter.ReportReady(ctx, env, sd)
 }
 
 // handoff switches to the real root when there is one, starts the final

@@ -25,9 +25,9 @@ const (
 func init() { Register(azureDatasource{}) }
 
 // azureDatasource reads Azure's IMDS (Metadata: true). It does not read
-// the provisioning ISO's ovf-env.xml (cloud-init's first source) nor talk
-// to the wireserver: reporting ready, without which Azure fails the
-// provisioning after a while, is a separate step that is not done here.
+// the provisioning ISO's ovf-env.xml (cloud-init's first source). Telling
+// the wireserver that the instance is ready, without which Azure fails
+// the deployment, is ReportReady's (azure_ready.go), after the stages.
 //
 // Settings (datasource: {Azure: {...}}): metadata_url (seedinit's),
 // timeout, retries.
