@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/u-root/u-root/pkg/cpio"
-
 	"github.com/seedinit/seedinit/boot/kmod"
 )
 
@@ -62,22 +60,22 @@ type Report struct {
 func Build(w io.Writer, o Options) (*Report, error) {
 	rep := &Report{}
 	gz, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
-	cw := cpio.Newc.Writer(gz)
-	var recs []cpio.Record
+	cw := newNewcWriter(gz)
+	var recs []record
 	for _, d := range []string{"dev", "proc", "sys", "run", "sysroot", "tmp", "etc", "bin", "lib", "lib/modules"} {
-		recs = append(recs, cpio.Directory(d, 0o755))
+		recs = append(recs, dirRecord(d, 0o755))
 	}
 	recs = append(recs,
-		cpio.CharDev("dev/console", 0o600, 5, 1),
-		cpio.CharDev("dev/null", 0o666, 1, 3),
-		cpio.CharDev("dev/kmsg", 0o644, 1, 11),
-		cpio.StaticFile("etc/initrd-release", "NAME=seedinit\nID=seedinit\n", 0o644),
+		charDevRecord("dev/console", 0o600, 5, 1),
+		charDevRecord("dev/null", 0o666, 1, 3),
+		charDevRecord("dev/kmsg", 0o644, 1, 11),
+		fileRecord("etc/initrd-release", 0o644, []byte("NAME=seedinit\nID=seedinit\n")),
 	)
 	bin, err := os.ReadFile(o.Seedinit)
 	if err != nil {
 		return nil, fmt.Errorf("build initramfs: read seedinit binary: %w", err)
 	}
-	recs = append(recs, cpio.StaticRecord(bin, cpio.Info{Name: "init", Mode: cpio.S_IFREG | 0o755}))
+	recs = append(recs, fileRecord("init", 0o755, bin))
 
 	if o.ModulesRoot != "" {
 		mrecs, err := moduleRecords(o, rep)
@@ -92,16 +90,17 @@ func Build(w io.Writer, o Options) (*Report, error) {
 			return nil, fmt.Errorf("build initramfs: --add %s:%s: %w", e.Src, e.Dst, err)
 		}
 		fi, _ := os.Stat(e.Src)
-		recs = append(recs, cpio.StaticRecord(b, cpio.Info{Name: strings.TrimPrefix(e.Dst, "/"), Mode: cpio.S_IFREG | uint64(fi.Mode().Perm())}))
+		recs = append(recs, fileRecord(strings.TrimPrefix(e.Dst, "/"), uint32(fi.Mode().Perm()), b))
 	}
 	// The same inputs give the same bytes.
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
-	cpio.MakeAllReproducible(recs)
 	rep.Files = len(recs)
-	if err := cpio.WriteRecordsAndDirs(cw, recs); err != nil {
-		return nil, fmt.Errorf("build initramfs: %w", err)
+	for _, r := range recs {
+		if err := cw.Write(r); err != nil {
+			return nil, fmt.Errorf("build initramfs: %w", err)
+		}
 	}
-	if err := cpio.WriteTrailer(cw); err != nil {
+	if err := cw.Close(); err != nil {
 		return nil, fmt.Errorf("build initramfs: %w", err)
 	}
 	if err := gz.Close(); err != nil {
@@ -110,7 +109,7 @@ func Build(w io.Writer, o Options) (*Report, error) {
 	return rep, nil
 }
 
-func moduleRecords(o Options, rep *Report) ([]cpio.Record, error) {
+func moduleRecords(o Options, rep *Report) ([]record, error) {
 	dir := filepath.Join(o.ModulesRoot, "lib/modules", o.KernelRelease)
 	idx, err := kmod.ReadDepmod(dir)
 	if err != nil {
@@ -144,7 +143,7 @@ func moduleRecords(o Options, rep *Report) ([]cpio.Record, error) {
 			}
 		}
 	}
-	var recs []cpio.Record
+	var recs []record
 	base := path.Join("lib/modules", o.KernelRelease)
 	names := make([]string, 0, len(keep))
 	for n := range keep {
@@ -157,11 +156,11 @@ func moduleRecords(o Options, rep *Report) ([]cpio.Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("build initramfs: module %s: %w", n, err)
 		}
-		recs = append(recs, cpio.StaticRecord(b, cpio.Info{Name: path.Join(base, m.Path), Mode: cpio.S_IFREG | 0o644}))
+		recs = append(recs, fileRecord(path.Join(base, m.Path), 0o644, b))
 	}
 	rep.Modules = names
 	err = idx.WriteDepmod(func(name string, data []byte) error {
-		recs = append(recs, cpio.StaticRecord(append([]byte(nil), data...), cpio.Info{Name: path.Join(base, name), Mode: cpio.S_IFREG | 0o644}))
+		recs = append(recs, fileRecord(path.Join(base, name), 0o644, append([]byte(nil), data...)))
 		return nil
 	}, keep)
 	if err != nil {
