@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -105,57 +102,7 @@ const (
 // them, because user-data must not read the files of the machine it
 // configures.
 func DefaultFetch(ctx context.Context, rawURL string) ([]byte, error) {
-	return fetchHTTP(ctx, rawURL, DefaultMaxSize)
-}
-
-var fetchClient = &http.Client{
-	CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) > FetchMaxRedirects {
-			return fmt.Errorf("stopped after %d redirects", FetchMaxRedirects)
-		}
-		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-			return fmt.Errorf("refusing a redirect to scheme %q", req.URL.Scheme)
-		}
-		return nil
-	},
-}
-
-func fetchHTTP(ctx context.Context, rawURL string, limit int64) ([]byte, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, errors.New("not a valid URL")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("unsupported URL scheme %q: only http and https are fetched", u.Scheme)
-	}
-	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("make request: %w", err)
-	}
-	req.Header.Set("User-Agent", "seedinit")
-	resp, err := fetchClient.Do(req)
-	if err != nil {
-		// url.Error repeats the URL, which may carry a token.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return nil, fmt.Errorf("GET: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("GET: HTTP status %s", resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("read body: more than %d bytes", limit)
-	}
-	return body, nil
+	return Web(ctx, WebRequest{URL: rawURL})
 }
 
 // RedactURL shortens a URL for messages: no user information, and no
@@ -267,7 +214,10 @@ func (p *processor) fetch(rawURL string) ([]byte, error) {
 		return nil, err
 	}
 	if p.opts.Fetch == nil {
-		return fetchHTTP(p.ctx, rawURL, p.remaining)
+		if p.remaining <= 0 {
+			return nil, fmt.Errorf("the %d-byte cap on %s is reached", p.limit, p.name)
+		}
+		return Web(p.ctx, WebRequest{URL: rawURL, MaxSize: p.remaining})
 	}
 	body, err := p.opts.Fetch(p.ctx, rawURL)
 	if err != nil {

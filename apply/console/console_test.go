@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -229,6 +230,10 @@ func TestPhoneHome(t *testing.T) {
 		wantPath  string
 		warns     int
 		skipped   bool
+		// bigAnswer makes the server answer with more than phone_home
+		// reads; wantWarn is part of the last warning.
+		bigAnswer bool
+		wantWarn  string
 	}{
 		{name: "absent", yaml: "{}", skipped: true},
 		{name: "no url", yaml: "phone_home: {post: all}", skipped: true, warns: 1},
@@ -244,6 +249,11 @@ func TestPhoneHome(t *testing.T) {
 		},
 		{
 			name: "gives up", yaml: "phone_home: {url: 'URL/x', post: [hostname], tries: 2}", failFirst: 5, wantPosts: 2, warns: 1,
+			wantWarn: "HTTP 503: not yet",
+		},
+		{
+			name: "a long answer is still a success", yaml: "phone_home: {url: 'URL/x', post: [hostname]}", wantPosts: 1, wantPath: "/x",
+			wantForm: url.Values{"hostname": {"test-host"}}, bigAnswer: true,
 		},
 		{
 			name: "bad tries default to 10", yaml: "phone_home: {url: 'URL/x', post: [hostname], tries: many}", failFirst: 9, wantPosts: 10, wantPath: "/x",
@@ -264,6 +274,10 @@ func TestPhoneHome(t *testing.T) {
 				lastPath = r.URL.Path
 				if len(got.posts) <= tc.failFirst {
 					http.Error(w, "not yet", http.StatusServiceUnavailable)
+					return
+				}
+				if tc.bigAnswer {
+					w.Write(bytes.Repeat([]byte("thanks "), 1000))
 				}
 			}))
 			defer srv.Close()
@@ -287,6 +301,9 @@ func TestPhoneHome(t *testing.T) {
 			}
 			if len(env.Warnings()) != tc.warns {
 				t.Errorf("warnings = %q, want %d", env.Warnings(), tc.warns)
+			}
+			if w := env.Warnings(); tc.wantWarn != "" && (len(w) == 0 || !strings.Contains(w[len(w)-1], tc.wantWarn)) {
+				t.Errorf("warnings = %q, want the last to contain %q", w, tc.wantWarn)
 			}
 		})
 	}

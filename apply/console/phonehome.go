@@ -1,14 +1,11 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,9 +26,8 @@ var phoneHomeKeyFiles = map[string]string{
 	"pub_key_ed25519": "/etc/ssh/ssh_host_ed25519_key.pub",
 }
 
-// HTTPClient posts phone_home's data. The caller may replace it (a client
-// bound to the instance's network, a proxy); its timeout bounds each try.
-var HTTPClient = &http.Client{Timeout: 30 * time.Second}
+// phoneHomeTimeout bounds each try.
+const phoneHomeTimeout = 30 * time.Second
 
 // phoneHomeRetryWait is the pause between tries (cloud-init's 3 seconds).
 var phoneHomeRetryWait = 3 * time.Second
@@ -151,20 +147,20 @@ func postForm(ctx context.Context, target string, form []formField, tries int) e
 }
 
 func postOnce(ctx context.Context, target, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(body))
-	if err != nil {
-		return err
+	_, err := seed.Web(ctx, seed.WebRequest{
+		Method:  http.MethodPost,
+		URL:     target,
+		Header:  map[string]string{"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "seedinit/" + apply.Version},
+		Body:    []byte(body),
+		Timeout: phoneHomeTimeout,
+		MaxSize: 512,
+	})
+	var status *seed.WebStatusError
+	switch {
+	case errors.As(err, &status):
+		return fmt.Errorf("HTTP %d: %s", status.Code, status.Snippet)
+	case errors.Is(err, seed.ErrTooLarge):
+		return nil // accepted; what the server says back is not used
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", "seedinit/"+apply.Version)
-	resp, err := HTTPClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("HTTP %s: %s", strconv.Itoa(resp.StatusCode), bytes.TrimSpace(msg))
-	}
-	return nil
+	return err
 }

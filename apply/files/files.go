@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -130,9 +129,9 @@ func entryContent(ctx context.Context, env *apply.Env, e *Entry) ([]byte, bool) 
 	return e.Content, true
 }
 
-// Fetch retrieves an http(s) source. It is a variable so that the caller
-// can route it through seed's fetcher and tests through httptest; the
-// default tries a few times with a per-try timeout and a size cap.
+// Fetch retrieves an http(s) source through seed's client for the user's
+// URLs. It is a variable so that tests can replace it; it tries a few
+// times, again only on errors a retry may cure.
 var Fetch = fetchHTTP
 
 const (
@@ -140,8 +139,6 @@ const (
 	fetchTimeout = 10 * time.Second
 	fetchMaxSize = maxContent
 )
-
-var fetchClient = &http.Client{Timeout: fetchTimeout}
 
 func fetchHTTP(ctx context.Context, uri string, headers map[string]string) ([]byte, error) {
 	var lastErr error
@@ -153,43 +150,26 @@ func fetchHTTP(ctx context.Context, uri string, headers map[string]string) ([]by
 			case <-time.After(time.Duration(try) * time.Second):
 			}
 		}
-		b, retry, err := fetchOnce(ctx, uri, headers)
+		b, err := seed.Web(ctx, seed.WebRequest{URL: uri, Header: headers, Timeout: fetchTimeout, MaxSize: fetchMaxSize})
 		if err == nil {
 			return b, nil
 		}
 		lastErr = err
-		if !retry {
+		if !retryable(err) {
 			break
 		}
 	}
 	return nil, lastErr
 }
 
-func fetchOnce(ctx context.Context, uri string, headers map[string]string) ([]byte, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-	if err != nil {
-		return nil, false, err
+// retryable: a server error or a failed connection may pass; a client
+// error or an oversized answer will not.
+func retryable(err error) bool {
+	var status *seed.WebStatusError
+	if errors.As(err, &status) {
+		return status.Code >= 500
 	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := fetchClient.Do(req)
-	if err != nil {
-		return nil, true, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		// Client errors will not change on a retry; server errors may.
-		return nil, resp.StatusCode >= 500, fmt.Errorf("HTTP status %s", resp.Status)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, fetchMaxSize+1))
-	if err != nil {
-		return nil, true, err
-	}
-	if len(b) > fetchMaxSize {
-		return nil, false, fmt.Errorf("response is larger than %d bytes", fetchMaxSize)
-	}
-	return b, false, nil
+	return !errors.Is(err, seed.ErrTooLarge) && !errors.Is(err, context.Canceled)
 }
 
 // fetchSource reads file:// sources (and bare paths) from the target, and
