@@ -1,19 +1,12 @@
 package parse
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/render"
 )
 
@@ -23,27 +16,6 @@ import (
 type azureFixture struct {
 	Drivers map[string]string `json:"drivers"`
 	Network json.RawMessage   `json:"network"`
-}
-
-func readAzureFixtures(t testing.TB) map[string]azureFixture {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "azure", "*.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures under testdata/azure (%v)", err)
-	}
-	out := map[string]azureFixture{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f azureFixture
-		if err := json.Unmarshal(data, &f); err != nil {
-			t.Fatalf("decode %s: %v", p, err)
-		}
-		out[strings.TrimSuffix(filepath.Base(p), ".json")] = f
-	}
-	return out
 }
 
 // azureOracle is what cloud-init's
@@ -89,24 +61,8 @@ type azureOracleResult struct {
 
 func runAzureOracle(t *testing.T, fixtures map[string]azureFixture) map[string]azureOracleResult {
 	t.Helper()
-	py := cloudInitPython(t)
-	input, err := json.Marshal(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", azureOracle)
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run cloud-init's generate_network_config_from_instance_network_metadata: %v\n%s", err, stderr.String())
-	}
 	var out map[string]azureOracleResult
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("decode the oracle's output: %v\n%s", err, stdout.String())
-	}
+	runOracle(t, "generate_network_config_from_instance_network_metadata", azureOracle, fixtures, &out)
 	return out
 }
 
@@ -117,60 +73,30 @@ func runAzureOracle(t *testing.T, fixtures map[string]azureFixture) map[string]a
 // renders (ENI, networkd, netplan) as cloud-init's document does through
 // the v2 parser.
 func TestAzureMatchesCloudInit(t *testing.T) {
-	fixtures := readAzureFixtures(t)
-	if len(fixtures) < 8 {
-		t.Fatalf("%d fixtures, want at least 8", len(fixtures))
-	}
-	oracle := runAzureOracle(t, fixtures)
-	for name, f := range fixtures {
-		t.Run(name, func(t *testing.T) {
-			want, ok := oracle[name]
-			if !ok {
-				t.Fatal("no answer from the oracle")
-			}
-			if want.Error != "" {
-				t.Fatalf("cloud-init raised: %s", want.Error)
-			}
-			got, order, err := AzureIMDSNetworkConfig(f.Network, f.Drivers)
-			if err != nil {
-				t.Fatalf("AzureIMDSNetworkConfig: %v", err)
-			}
-			if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
-				t.Errorf("v2 config differs (-cloud-init +seedinit):\n%s", diff)
-			}
-			if diff := cmp.Diff(want.Order, order, cmpEmptyEqual); diff != "" {
-				t.Errorf("ethernets order differs (-cloud-init +seedinit):\n%s", diff)
-			}
+	forEachOracleAnswer(t, "azure", runAzureOracle, func(t *testing.T, f azureFixture, want azureOracleResult) {
+		if want.Error != "" {
+			t.Fatalf("cloud-init raised: %s", want.Error)
+		}
+		got, order, err := AzureIMDSNetworkConfig(f.Network, f.Drivers)
+		if err != nil {
+			t.Fatalf("AzureIMDSNetworkConfig: %v", err)
+		}
+		if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
+			t.Errorf("v2 config differs (-cloud-init +seedinit):\n%s", diff)
+		}
+		if diff := cmp.Diff(want.Order, order, cmpEmptyEqual); diff != "" {
+			t.Errorf("ethernets order differs (-cloud-init +seedinit):\n%s", diff)
+		}
 
-			opts := Options{Drivers: f.Drivers}
-			ours, err := AzureIMDS(f.Network, opts)
-			if err != nil {
-				t.Fatalf("AzureIMDS: %v", err)
-			}
-			theirsDoc, err := json.Marshal(want.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Python's json.dump keeps the dict order, which YAML records.
-			theirs, err := YAML(theirsDoc, opts)
-			if err != nil {
-				t.Fatalf("parse cloud-init's v2 config: %v", err)
-			}
-			if diff := cmp.Diff(render.ENIContent(theirs), render.ENIContent(ours)); diff != "" {
-				t.Errorf("ENI differs (-cloud-init's config +seedinit's):\n%s", diff)
-			}
-			for kind, fn := range map[string]func(*model.Network) (render.Files, error){"networkd": render.Networkd, "netplan": render.Netplan} {
-				w, werr := fn(theirs)
-				g, gerr := fn(ours)
-				if werr != nil || gerr != nil {
-					t.Fatalf("render %s: cloud-init's config: %v, ours: %v", kind, werr, gerr)
-				}
-				if diff := cmp.Diff(w, g); diff != "" {
-					t.Errorf("%s differs (-cloud-init's config +seedinit's):\n%s", kind, diff)
-				}
-			}
-		})
-	}
+		opts := Options{Drivers: f.Drivers}
+		ours, err := AzureIMDS(f.Network, opts)
+		if err != nil {
+			t.Fatalf("AzureIMDS: %v", err)
+		}
+		// Python's json.dump keeps the dict order, which YAML records.
+		theirs := parseCloudInitConfig(t, "v2", want.Config, opts)
+		compareRenders(t, theirs, ours)
+	})
 }
 
 // TestAzureNetworkConfigDocument spells out the document for metadata
@@ -366,27 +292,8 @@ func TestAzureBadItems(t *testing.T) {
 	for _, tc := range azureBadItems {
 		t.Run(tc.name, func(t *testing.T) {
 			n, err := AzureIMDS([]byte(tc.input), Options{Drivers: tc.drivers})
-			for _, want := range tc.wantErrs {
-				if err == nil || !strings.Contains(err.Error(), want) {
-					t.Errorf("error = %v, want it to mention %q", err, want)
-				}
-			}
-			if tc.wantNil {
-				if n != nil {
-					t.Errorf("network = %+v, want nil", n)
-				}
-				return
-			}
-			if n == nil {
-				t.Fatal("network is nil")
-			}
-			var names []string
-			for _, iface := range n.Interfaces {
-				names = append(names, iface.Name)
-			}
-			if diff := cmp.Diff(tc.wantIface, names); diff != "" {
-				t.Errorf("interfaces (-want +got):\n%s", diff)
-			}
+			checkErrorsMention(t, err, tc.wantErrs)
+			checkBadItemInterfaces(t, n, tc.wantIface, tc.wantNil)
 		})
 	}
 }
@@ -416,7 +323,7 @@ func TestAzureBadItemsCloudInitRaises(t *testing.T) {
 }
 
 func FuzzAzureIMDS(f *testing.F) {
-	for _, fx := range readAzureFixtures(f) {
+	for _, fx := range readFixtures[azureFixture](f, "azure") {
 		f.Add([]byte(fx.Network), "hv_netvsc")
 	}
 	for _, tc := range azureBadItems {

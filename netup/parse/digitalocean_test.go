@@ -1,19 +1,12 @@
 package parse
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/render"
 )
 
@@ -38,27 +31,6 @@ type digitalOceanDropped struct {
 	// DNSNone stands for an absent or null "dns", which seedinit reads as
 	// no nameservers.
 	DNSNone bool `json:"dns_none,omitempty"`
-}
-
-func readDigitalOceanFixtures(t testing.TB) map[string]digitalOceanFixture {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "digitalocean", "*.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures under testdata/digitalocean (%v)", err)
-	}
-	out := map[string]digitalOceanFixture{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f digitalOceanFixture
-		if err := json.Unmarshal(data, &f); err != nil {
-			t.Fatalf("decode %s: %v", p, err)
-		}
-		out[strings.TrimSuffix(filepath.Base(p), ".json")] = f
-	}
-	return out
 }
 
 // digitalOceanOracle runs cloud-init's own DataSourceDigitalOcean
@@ -104,26 +76,13 @@ type digitalOceanOracleResult struct {
 	Config map[string]any `json:"config"`
 }
 
+// runDigitalOceanOracle gives the script a scratch folder (sys.argv[1])
+// for the datasource's run and cloud dirs, so that cloud-init writes
+// nothing on the machine.
 func runDigitalOceanOracle(t *testing.T, fixtures map[string]digitalOceanFixture) map[string]digitalOceanOracleResult {
 	t.Helper()
-	py := cloudInitPython(t)
-	input, err := json.Marshal(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", digitalOceanOracle, t.TempDir())
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run cloud-init's DataSourceDigitalOcean.network_config: %v\n%s", err, stderr.String())
-	}
 	var out map[string]digitalOceanOracleResult
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("decode the oracle's output: %v\n%s", err, stdout.String())
-	}
+	runOracle(t, "DataSourceDigitalOcean.network_config", digitalOceanOracle, fixtures, &out, t.TempDir())
 	return out
 }
 
@@ -149,58 +108,28 @@ func checkDigitalOceanErrors(t *testing.T, what string, err error, want []string
 // cloud-init refuses, it checks that cloud-init does refuse it and that
 // seedinit configures what cloud-init would without the unusable items.
 func TestDigitalOceanMatchesCloudInit(t *testing.T) {
-	fixtures := readDigitalOceanFixtures(t)
-	if len(fixtures) < 8 {
-		t.Fatalf("%d fixtures, want at least 8", len(fixtures))
-	}
-	oracle := runDigitalOceanOracle(t, fixtures)
-	for name, f := range fixtures {
-		t.Run(name, func(t *testing.T) {
-			want, ok := oracle[name]
-			if !ok {
-				t.Fatal("no answer from the oracle")
-			}
-			switch {
-			case f.Deviation != nil && want.Raised == nil:
-				t.Fatal("the fixture claims cloud-init refuses this metadata, but cloud-init accepts it")
-			case f.Deviation == nil && want.Raised != nil:
-				t.Fatalf("cloud-init raised: %s", *want.Raised)
-			}
+	forEachOracleAnswer(t, "digitalocean", runDigitalOceanOracle, func(t *testing.T, f digitalOceanFixture, want digitalOceanOracleResult) {
+		switch {
+		case f.Deviation != nil && want.Raised == nil:
+			t.Fatal("the fixture claims cloud-init refuses this metadata, but cloud-init accepts it")
+		case f.Deviation == nil && want.Raised != nil:
+			t.Fatalf("cloud-init raised: %s", *want.Raised)
+		}
 
-			got, err := DigitalOceanNetworkConfig(f.Metadata, f.MACs)
-			checkDigitalOceanErrors(t, "DigitalOceanNetworkConfig", err, f.Errors)
-			if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
-				t.Errorf("v1 config differs (-cloud-init +seedinit):\n%s", diff)
-			}
+		got, err := DigitalOceanNetworkConfig(f.Metadata, f.MACs)
+		checkDigitalOceanErrors(t, "DigitalOceanNetworkConfig", err, f.Errors)
+		if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
+			t.Errorf("v1 config differs (-cloud-init +seedinit):\n%s", diff)
+		}
 
-			ours, err := DigitalOcean(f.Metadata, Options{MACs: f.MACs})
-			checkDigitalOceanErrors(t, "DigitalOcean", err, f.Errors)
-			if ours == nil {
-				t.Fatal("DigitalOcean returned no network")
-			}
-			theirsDoc, err := json.Marshal(want.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			theirs, err := YAML(theirsDoc, Options{MACs: f.MACs})
-			if err != nil {
-				t.Fatalf("parse cloud-init's v1 config: %v", err)
-			}
-			if diff := cmp.Diff(render.ENIContent(theirs), render.ENIContent(ours)); diff != "" {
-				t.Errorf("ENI differs (-cloud-init's config +seedinit's):\n%s", diff)
-			}
-			for kind, fn := range map[string]func(*model.Network) (render.Files, error){"networkd": render.Networkd, "netplan": render.Netplan} {
-				w, werr := fn(theirs)
-				g, gerr := fn(ours)
-				if werr != nil || gerr != nil {
-					t.Fatalf("render %s: cloud-init's config: %v, ours: %v", kind, werr, gerr)
-				}
-				if diff := cmp.Diff(w, g); diff != "" {
-					t.Errorf("%s differs (-cloud-init's config +seedinit's):\n%s", kind, diff)
-				}
-			}
-		})
-	}
+		ours, err := DigitalOcean(f.Metadata, Options{MACs: f.MACs})
+		checkDigitalOceanErrors(t, "DigitalOcean", err, f.Errors)
+		if ours == nil {
+			t.Fatal("DigitalOcean returned no network")
+		}
+		theirs := parseCloudInitConfig(t, "v1", want.Config, Options{MACs: f.MACs})
+		compareRenders(t, theirs, ours)
+	})
 }
 
 // TestDigitalOceanNetworkConfig pins the document for DigitalOcean's own
@@ -415,7 +344,7 @@ func TestDigitalOceanKeyOrder(t *testing.T) {
 }
 
 func FuzzDigitalOcean(f *testing.F) {
-	for _, fx := range readDigitalOceanFixtures(f) {
+	for _, fx := range readFixtures[digitalOceanFixture](f, "digitalocean") {
 		f.Add([]byte(fx.Metadata), "04:01:58:27:7f:01")
 	}
 	f.Add([]byte(`{"interfaces": {"public": [{"mac": "04:01:58:27:7f:01", "type": "public", "ipv6": {"ip_address": ":", "cidr": [1]}}]}, "dns": {"nameservers": [{}]}}`), "04:01:58:27:7f:01")

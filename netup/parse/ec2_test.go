@@ -1,19 +1,12 @@
 package parse
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/render"
 )
 
@@ -22,40 +15,6 @@ import (
 type ec2Fixture struct {
 	MACs    map[string]string `json:"macs"`
 	Network json.RawMessage   `json:"network"`
-}
-
-func readEC2Fixtures(t testing.TB) map[string]ec2Fixture {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "ec2", "*.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures under testdata/ec2 (%v)", err)
-	}
-	out := map[string]ec2Fixture{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f ec2Fixture
-		if err := json.Unmarshal(data, &f); err != nil {
-			t.Fatalf("decode %s: %v", p, err)
-		}
-		out[strings.TrimSuffix(filepath.Base(p), ".json")] = f
-	}
-	return out
-}
-
-// cloudInitPython returns /usr/bin/python3 when it can import cloudinit.
-func cloudInitPython(t testing.TB) string {
-	t.Helper()
-	const py = "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 not found")
-	}
-	if err := exec.Command(py, "-c", "import cloudinit").Run(); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init package)")
-	}
-	return py
 }
 
 // ec2Oracle is what cloud-init's convert_ec2_metadata_network_config
@@ -78,39 +37,8 @@ type ec2OracleResult struct {
 
 func runEC2Oracle(t *testing.T, fixtures map[string]ec2Fixture) map[string]ec2OracleResult {
 	t.Helper()
-	py := cloudInitPython(t)
-	input, err := json.Marshal(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", ec2Oracle)
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run cloud-init's convert_ec2_metadata_network_config: %v\n%s", err, stderr.String())
-	}
 	var out map[string]ec2OracleResult
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("decode the oracle's output: %v\n%s", err, stdout.String())
-	}
-	return out
-}
-
-// asJSON gives a value the shape encoding/json decodes it to, so that our
-// int64 and cloud-init's numbers compare equal.
-func asJSON(t *testing.T, v any) any {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+	runOracle(t, "convert_ec2_metadata_network_config", ec2Oracle, fixtures, &out)
 	return out
 }
 
@@ -120,62 +48,30 @@ func asJSON(t *testing.T, v any) any {
 // checks that the model EC2 builds renders (ENI, networkd, netplan) as
 // cloud-init's document does through the v2 parser.
 func TestEC2MatchesCloudInit(t *testing.T) {
-	fixtures := readEC2Fixtures(t)
-	if len(fixtures) < 8 {
-		t.Fatalf("%d fixtures, want at least 8", len(fixtures))
-	}
-	oracle := runEC2Oracle(t, fixtures)
-	for name, f := range fixtures {
-		t.Run(name, func(t *testing.T) {
-			want, ok := oracle[name]
-			if !ok {
-				t.Fatal("no answer from the oracle")
-			}
-			var network map[string]any
-			if err := json.Unmarshal(f.Network, &network); err != nil {
-				t.Fatal(err)
-			}
-			got, order, err := EC2NetworkConfig(network, f.MACs)
-			if err != nil {
-				t.Fatalf("EC2NetworkConfig: %v", err)
-			}
-			if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
-				t.Errorf("v2 config differs (-cloud-init +seedinit):\n%s", diff)
-			}
-			if diff := cmp.Diff(want.Order, order, cmpEmptyEqual); diff != "" {
-				t.Errorf("ethernets order differs (-cloud-init +seedinit):\n%s", diff)
-			}
+	forEachOracleAnswer(t, "ec2", runEC2Oracle, func(t *testing.T, f ec2Fixture, want ec2OracleResult) {
+		var network map[string]any
+		if err := json.Unmarshal(f.Network, &network); err != nil {
+			t.Fatal(err)
+		}
+		got, order, err := EC2NetworkConfig(network, f.MACs)
+		if err != nil {
+			t.Fatalf("EC2NetworkConfig: %v", err)
+		}
+		if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
+			t.Errorf("v2 config differs (-cloud-init +seedinit):\n%s", diff)
+		}
+		if diff := cmp.Diff(want.Order, order, cmpEmptyEqual); diff != "" {
+			t.Errorf("ethernets order differs (-cloud-init +seedinit):\n%s", diff)
+		}
 
-			ours, err := EC2(f.Network, Options{MACs: f.MACs})
-			if err != nil {
-				t.Fatalf("EC2: %v", err)
-			}
-			theirsDoc, err := json.Marshal(want.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			theirs, err := YAML(theirsDoc, Options{MACs: f.MACs})
-			if err != nil {
-				t.Fatalf("parse cloud-init's v2 config: %v", err)
-			}
-			if diff := cmp.Diff(render.ENIContent(theirs), render.ENIContent(ours)); diff != "" {
-				t.Errorf("ENI differs (-cloud-init's config +seedinit's):\n%s", diff)
-			}
-			for kind, fn := range map[string]func(*model.Network) (render.Files, error){"networkd": render.Networkd, "netplan": render.Netplan} {
-				w, werr := fn(theirs)
-				g, gerr := fn(ours)
-				if werr != nil || gerr != nil {
-					t.Fatalf("render %s: cloud-init's config: %v, ours: %v", kind, werr, gerr)
-				}
-				if diff := cmp.Diff(w, g); diff != "" {
-					t.Errorf("%s differs (-cloud-init's config +seedinit's):\n%s", kind, diff)
-				}
-			}
-		})
-	}
+		ours, err := EC2(f.Network, Options{MACs: f.MACs})
+		if err != nil {
+			t.Fatalf("EC2: %v", err)
+		}
+		theirs := parseCloudInitConfig(t, "v2", want.Config, Options{MACs: f.MACs})
+		compareRenders(t, theirs, ours)
+	})
 }
-
-var cmpEmptyEqual = cmp.FilterValues(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Comparer(func(_, _ []string) bool { return true }))
 
 // TestEC2BadItems checks that metadata cloud-init cannot use is reported
 // by MAC and key while the other NICs are still configured.
@@ -238,27 +134,8 @@ func TestEC2BadItems(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n, err := EC2([]byte(tc.input), Options{MACs: tc.macs})
-			for _, want := range tc.wantErrs {
-				if err == nil || !strings.Contains(err.Error(), want) {
-					t.Errorf("error = %v, want it to mention %q", err, want)
-				}
-			}
-			if tc.wantNil {
-				if n != nil {
-					t.Errorf("network = %+v, want nil", n)
-				}
-				return
-			}
-			if n == nil {
-				t.Fatal("network is nil")
-			}
-			var names []string
-			for _, iface := range n.Interfaces {
-				names = append(names, iface.Name)
-			}
-			if diff := cmp.Diff(tc.wantIface, names); diff != "" {
-				t.Errorf("interfaces (-want +got):\n%s", diff)
-			}
+			checkErrorsMention(t, err, tc.wantErrs)
+			checkBadItemInterfaces(t, n, tc.wantIface, tc.wantNil)
 		})
 	}
 }
@@ -301,7 +178,7 @@ func TestEC2DeviceNumbers(t *testing.T) {
 }
 
 func FuzzEC2(f *testing.F) {
-	for _, fx := range readEC2Fixtures(f) {
+	for _, fx := range readFixtures[ec2Fixture](f, "ec2") {
 		f.Add([]byte(fx.Network), "06:00:00:00:00:01")
 	}
 	f.Add([]byte(`{"interfaces": {"macs": {"06:00:00:00:00:01": {"device-number": "-1", "ipv6s": [1, null, {}]}}}}`), "06:00:00:00:00:01")

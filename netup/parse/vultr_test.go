@@ -1,15 +1,8 @@
 package parse
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -27,27 +20,6 @@ type vultrFixture struct {
 	Metadata       json.RawMessage   `json:"metadata"`
 	Errors         []string          `json:"errors,omitempty"`
 	OracleMetadata json.RawMessage   `json:"oracle_metadata,omitempty"`
-}
-
-func readVultrFixtures(t testing.TB) map[string]vultrFixture {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "vultr", "*.json"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures under testdata/vultr (%v)", err)
-	}
-	out := map[string]vultrFixture{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f vultrFixture
-		if err := json.Unmarshal(data, &f); err != nil {
-			t.Fatalf("decode %s: %v", p, err)
-		}
-		out[strings.TrimSuffix(filepath.Base(p), ".json")] = f
-	}
-	return out
 }
 
 // vultrOracle runs cloud-init's generate_network_config on each fixture's
@@ -89,24 +61,8 @@ type vultrOracleResult struct {
 
 func runVultrOracle(t *testing.T, fixtures map[string]vultrFixture) map[string]vultrOracleResult {
 	t.Helper()
-	py := cloudInitPython(t)
-	input, err := json.Marshal(fixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", vultrOracle)
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run cloud-init's vultr generate_network_config: %v\n%s", err, stderr.String())
-	}
 	var out map[string]vultrOracleResult
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("decode the oracle's output: %v\n%s", err, stdout.String())
-	}
+	runOracle(t, "vultr generate_network_config", vultrOracle, fixtures, &out)
 	return out
 }
 
@@ -117,69 +73,39 @@ func runVultrOracle(t *testing.T, fixtures map[string]vultrFixture) map[string]v
 // errors. Then it checks that the model Vultr builds renders (ENI,
 // networkd, netplan) as cloud-init's document does through the v1 parser.
 func TestVultrMatchesCloudInit(t *testing.T) {
-	fixtures := readVultrFixtures(t)
-	if len(fixtures) < 8 {
-		t.Fatalf("%d fixtures, want at least 8", len(fixtures))
-	}
-	oracle := runVultrOracle(t, fixtures)
-	for name, f := range fixtures {
-		t.Run(name, func(t *testing.T) {
-			answer, ok := oracle[name]
-			if !ok {
-				t.Fatal("no answer from the oracle")
+	forEachOracleAnswer(t, "vultr", runVultrOracle, func(t *testing.T, f vultrFixture, answer vultrOracleResult) {
+		want := answer.Metadata
+		if f.OracleMetadata != nil {
+			if want.Error == "" {
+				t.Fatalf("cloud-init takes the metadata as it is (%v): drop oracle_metadata", want.Config)
 			}
-			want := answer.Metadata
-			if f.OracleMetadata != nil {
-				if want.Error == "" {
-					t.Fatalf("cloud-init takes the metadata as it is (%v): drop oracle_metadata", want.Config)
-				}
-				t.Logf("cloud-init raises %s; comparing with its config for oracle_metadata", want.Error)
-				if answer.OracleMetadata == nil {
-					t.Fatal("no answer from the oracle for oracle_metadata")
-				}
-				want = *answer.OracleMetadata
+			t.Logf("cloud-init raises %s; comparing with its config for oracle_metadata", want.Error)
+			if answer.OracleMetadata == nil {
+				t.Fatal("no answer from the oracle for oracle_metadata")
 			}
-			if want.Error != "" {
-				t.Fatalf("cloud-init raises %s", want.Error)
-			}
+			want = *answer.OracleMetadata
+		}
+		if want.Error != "" {
+			t.Fatalf("cloud-init raises %s", want.Error)
+		}
 
-			got, err := VultrNetworkConfig(f.Metadata, f.MACs)
-			checkVultrErrors(t, err, f.Errors)
-			if got == nil {
-				t.Fatal("VultrNetworkConfig returned no config")
-			}
-			if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
-				t.Errorf("v1 config differs (-cloud-init +seedinit):\n%s", diff)
-			}
+		got, err := VultrNetworkConfig(f.Metadata, f.MACs)
+		checkVultrErrors(t, err, f.Errors)
+		if got == nil {
+			t.Fatal("VultrNetworkConfig returned no config")
+		}
+		if diff := cmp.Diff(any(want.Config), asJSON(t, got)); diff != "" {
+			t.Errorf("v1 config differs (-cloud-init +seedinit):\n%s", diff)
+		}
 
-			ours, err := Vultr(f.Metadata, Options{MACs: f.MACs})
-			checkVultrErrors(t, err, f.Errors)
-			if ours == nil {
-				t.Fatal("Vultr returned no network")
-			}
-			theirsDoc, err := json.Marshal(want.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			theirs, err := YAML(theirsDoc, Options{MACs: f.MACs})
-			if err != nil {
-				t.Fatalf("parse cloud-init's v1 config: %v", err)
-			}
-			if diff := cmp.Diff(render.ENIContent(theirs), render.ENIContent(ours)); diff != "" {
-				t.Errorf("ENI differs (-cloud-init's config +seedinit's):\n%s", diff)
-			}
-			for kind, fn := range map[string]func(*model.Network) (render.Files, error){"networkd": render.Networkd, "netplan": render.Netplan} {
-				w, werr := fn(theirs)
-				g, gerr := fn(ours)
-				if werr != nil || gerr != nil {
-					t.Fatalf("render %s: cloud-init's config: %v, ours: %v", kind, werr, gerr)
-				}
-				if diff := cmp.Diff(w, g); diff != "" {
-					t.Errorf("%s differs (-cloud-init's config +seedinit's):\n%s", kind, diff)
-				}
-			}
-		})
-	}
+		ours, err := Vultr(f.Metadata, Options{MACs: f.MACs})
+		checkVultrErrors(t, err, f.Errors)
+		if ours == nil {
+			t.Fatal("Vultr returned no network")
+		}
+		theirs := parseCloudInitConfig(t, "v1", want.Config, Options{MACs: f.MACs})
+		compareRenders(t, theirs, ours)
+	})
 }
 
 // checkVultrErrors wants err to mention each of want, and to be nil when
@@ -192,11 +118,7 @@ func checkVultrErrors(t *testing.T, err error, want []string) {
 		}
 		return
 	}
-	for _, w := range want {
-		if err == nil || !strings.Contains(err.Error(), w) {
-			t.Errorf("error = %v, want it to mention %q", err, w)
-		}
-	}
+	checkErrorsMention(t, err, want)
 }
 
 // TestVultrBadItems checks that metadata cloud-init cannot use is reported
@@ -313,21 +235,8 @@ func TestVultrBadItems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n, err := Vultr([]byte(tc.input), Options{MACs: tc.macs})
 			checkVultrErrors(t, err, tc.wantErrs)
-			if tc.wantNil {
-				if n != nil {
-					t.Errorf("network = %+v, want nil", n)
-				}
+			if !checkBadItemInterfaces(t, n, tc.wantIface, tc.wantNil) {
 				return
-			}
-			if n == nil {
-				t.Fatal("network is nil")
-			}
-			var names []string
-			for _, iface := range n.Interfaces {
-				names = append(names, iface.Name)
-			}
-			if diff := cmp.Diff(tc.wantIface, names); diff != "" {
-				t.Errorf("interfaces (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff([]string{"108.61.10.10", "2001:19f0:300:1704::6"}, n.DNS.Nameservers); diff != "" {
 				t.Errorf("nameservers (-want +got):\n%s", diff)
@@ -384,7 +293,7 @@ func TestVultrNICSettings(t *testing.T) {
 }
 
 func FuzzVultr(f *testing.F) {
-	for _, fx := range readVultrFixtures(f) {
+	for _, fx := range readFixtures[vultrFixture](f, "vultr") {
 		f.Add([]byte(fx.Metadata), "56:00:00:00:00:01")
 	}
 	f.Add([]byte(`{"interfaces": [{"mac": "56:00:00:00:00:01", "routes": "x", "mtu": "big", "ipv6": {"additional": [{"network": null, "prefix": []}]}}]}`), "56:00:00:00:00:01")
