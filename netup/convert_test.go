@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -208,6 +209,12 @@ func TestConvertMatchesCloudInit(t *testing.T) {
 				got, err := Convert(readCase(t, c), c.kind, out, c.macs)
 				if err != nil {
 					t.Fatalf("Convert: %v", err)
+				}
+				if out == OutputNetworkd {
+					// cloud-init 22.4.2 writes no .netdev files; ours and
+					// the lines that tie links to them are compared with
+					// netplan's in TestNetworkdNetdevsMatchNetplan.
+					got = withoutNetdevs(got)
 				}
 				if diff := cmp.Diff(sortedPaths(want), sortedPaths(got)); diff != "" {
 					t.Errorf("file sets differ (-cloud-init +seedinit):\n%s", diff)
@@ -428,5 +435,146 @@ func BenchmarkConvert(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// netdevLinkKeys are the [Network] keys that tie a link to a bond, bridge
+// or VLAN .netdev; a bridge port's own settings are its [Bridge] section.
+var netdevLinkKeys = []string{"Bond=", "Bridge=", "VLAN=", "PrimarySlave="}
+
+// withoutNetdevs drops the .netdev files and the lines that refer to
+// them from rendered networkd files.
+func withoutNetdevs(files map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for path, data := range files {
+		if strings.HasSuffix(path, ".netdev") {
+			continue
+		}
+		_, rest := netdevLinks(string(data))
+		out[path] = []byte(rest)
+	}
+	return out
+}
+
+// netdevLinks splits a .network file into its lines that tie the link to
+// a .netdev (each as "[Section] line") and the rest of the file.
+func netdevLinks(s string) (links []string, rest string) {
+	var kept []string
+	section := ""
+	for _, line := range strings.Split(s, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "[") {
+			section = trimmed
+			if section == "[Bridge]" {
+				continue
+			}
+		}
+		isLink := section == "[Bridge]" && trimmed != ""
+		for _, k := range netdevLinkKeys {
+			isLink = isLink || (section == "[Network]" && strings.HasPrefix(trimmed, k))
+		}
+		if isLink {
+			links = append(links, section+" "+trimmed)
+			continue
+		}
+		if section == "[Bridge]" {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	sort.Strings(links)
+	return links, strings.Join(kept, "\n")
+}
+
+// TestNetworkdNetdevsMatchNetplan renders every input with bonds, bridges
+// or VLANs to netplan YAML with seedinit, has netplan's own networkd
+// backend (netplan generate) turn that into networkd files, and compares
+// its .netdev files, and the lines of its .network files that tie links
+// to them, with what seedinit's networkd renderer writes for the same
+// network.
+func TestNetworkdNetdevsMatchNetplan(t *testing.T) {
+	netplan, err := exec.LookPath("netplan")
+	if err != nil {
+		t.Skip("netplan not installed (Debian's netplan.io): the .netdev oracle cannot run")
+	}
+	compared := 0
+	for _, c := range convertCases {
+		n, err := Parse(readCase(t, c), c.kind, c.macs)
+		if err != nil || n == nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		virtual := false
+		for _, iface := range n.Interfaces {
+			virtual = virtual || iface.Type == model.TypeBond || iface.Type == model.TypeBridge || iface.Type == model.TypeVLAN
+		}
+		if !virtual {
+			continue
+		}
+		compared++
+		t.Run(c.file, func(t *testing.T) {
+			yamlFiles, err := Render(n, OutputNetplan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := t.TempDir()
+			for path, data := range yamlFiles {
+				// cloud-init spells bond-arp-ip-target's v2 name
+				// arp-ip-target; netplan reads arp-ip-targets.
+				data = bytes.ReplaceAll(data, []byte("arp-ip-target:"), []byte("arp-ip-targets:"))
+				full := filepath.Join(root, path)
+				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(full, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if out, err := exec.Command(netplan, "generate", "--root-dir", root).CombinedOutput(); err != nil {
+				t.Fatalf("netplan generate: %v\n%s", err, out)
+			}
+			theirs := map[string][]byte{}
+			dir := filepath.Join(root, "run/systemd/network")
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				theirs[strings.TrimPrefix(e.Name(), "10-netplan-")] = data
+			}
+			ours := map[string][]byte{}
+			files, err := Render(n, OutputNetworkd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, data := range files {
+				ours[strings.TrimPrefix(filepath.Base(path), "10-cloud-init-")] = data
+			}
+			for name, data := range theirs {
+				switch {
+				case strings.HasSuffix(name, ".netdev"):
+					if diff := cmp.Diff(sortedLines(string(data)), sortedLines(string(ours[name]))); diff != "" {
+						t.Errorf("%s differs (-netplan +seedinit):\n%s\nnetplan wrote:\n%s\nseedinit wrote:\n%s", name, diff, data, ours[name])
+					}
+				case strings.HasSuffix(name, ".network"):
+					want, _ := netdevLinks(string(data))
+					got, _ := netdevLinks(string(ours[name]))
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("%s: links to .netdevs differ (-netplan +seedinit):\n%s", name, diff)
+					}
+				}
+			}
+			for name := range ours {
+				if strings.HasSuffix(name, ".netdev") && theirs[name] == nil {
+					t.Errorf("seedinit writes %s, netplan does not", name)
+				}
+			}
+		})
+	}
+	if compared < 8 {
+		t.Errorf("%d inputs with bonds, bridges or VLANs, want at least 8", compared)
 	}
 }

@@ -43,7 +43,7 @@ func (u *networkdUnit) route(id, key, value string) {
 
 func (u *networkdUnit) String() string {
 	var b strings.Builder
-	names := []string{"Address", "DHCPv4", "DHCPv6", "Link", "Match", "Network", "Route"}
+	names := []string{"Address", "Bridge", "DHCPv4", "DHCPv6", "Link", "Match", "Network", "Route"}
 	for _, name := range names {
 		if name == "Route" {
 			ids := make([]string, 0, len(u.routes))
@@ -90,15 +90,21 @@ func (u *networkdUnit) addRoute(id string, r model.Route) {
 
 // Networkd renders one etc/systemd/network/10-cloud-init-<name>.network
 // per interface, as cloud-init's networkd renderer does: [Match] on name,
-// driver and MAC, MTU in [Link], addresses, gateways, DNS, and DHCP.
+// driver and MAC, MTU in [Link], addresses, gateways, DNS, and DHCP; like
+// cloud-init 22.4.2 it adds the global routes to every interface's file.
 //
-// Like cloud-init 22.4.2 it writes no .netdev files (bonds, bridges and
-// VLANs are matched but not created) and it adds the global routes to
-// every interface's file.
+// Unlike cloud-init 22.4.2, which writes no .netdev files (bonds, bridges
+// and VLANs are matched but never created), it also writes a .netdev per
+// bond, bridge and VLAN and ties their links to them, as netplan's
+// networkd backend does (networkdNetdevs).
 func Networkd(n *model.Network) (Files, error) {
-	files := Files{}
+	units := map[string]*networkdUnit{}
 	for _, iface := range n.Interfaces {
-		files[NetworkdDir+"/10-cloud-init-"+iface.Name+".network"] = []byte(networkdUnitFor(n, iface).String())
+		units[iface.Name] = networkdUnitFor(n, iface)
+	}
+	files := networkdNetdevs(n, units)
+	for name, u := range units {
+		files[NetworkdDir+"/10-cloud-init-"+name+".network"] = []byte(u.String())
 	}
 	return files, nil
 }
