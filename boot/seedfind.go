@@ -92,13 +92,11 @@ const dhcpBudget = 10 * time.Second
 // for images that have no network service of their own to read the files
 // the network module renders. Failures are logged; the boot goes on.
 func (p *PID1) applyNetworkLive(s *seed.Seed) error {
-	kind := map[string]string{
-		"v1": netup.KindYAML, "v2": netup.KindYAML, "network_data.json": netup.KindNetworkDataJSON, "eni": netup.KindENI,
-		// DigitalOcean's public addresses are static: a machine that has
-		// only this live config has no other way to them.
-		"digitalocean": netup.KindDigitalOcean, "vultr": netup.KindVultr, "azure-imds": netup.KindAzureIMDS,
-	}[s.NetworkFormat]
-	if kind == "" || len(s.NetworkConfig) == 0 {
+	kind, ok := netup.KindForFormat(s.NetworkFormat)
+	// EC2's metadata asks for DHCP on each NIC, which the ephemeral
+	// network has done. DigitalOcean's public addresses are static: a
+	// machine with only this live config has no other way to them.
+	if !ok || kind == netup.KindEC2 || len(s.NetworkConfig) == 0 {
 		return nil
 	}
 	var macs []netup.MAC

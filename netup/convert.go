@@ -42,6 +42,22 @@ const (
 	OutputJSON      = "json"
 )
 
+// KindForFormat is the input kind of a datasource's network config by its
+// format (seed.Seed's NetworkFormat); false for formats no parser reads.
+func KindForFormat(format string) (string, bool) {
+	switch strings.ToLower(format) {
+	case "eni":
+		return KindENI, true
+	case "network_data.json", "network_data", "openstack":
+		return KindNetworkDataJSON, true
+	case "v1", "v2", "yaml", "":
+		return KindYAML, true
+	case KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS:
+		return strings.ToLower(format), true
+	}
+	return "", false
+}
+
 // InputKinds and OutputKinds list the accepted kinds, for flag help.
 var (
 	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON, KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS}

@@ -578,3 +578,15 @@ func TestNetworkdNetdevsMatchNetplan(t *testing.T) {
 		t.Errorf("%d inputs with bonds, bridges or VLANs, want at least 8", compared)
 	}
 }
+
+func TestKindForFormat(t *testing.T) {
+	for format, want := range map[string]string{
+		"": KindYAML, "v1": KindYAML, "V2": KindYAML, "eni": KindENI, "network_data.json": KindNetworkDataJSON, "openstack": KindNetworkDataJSON,
+		"ec2": KindEC2, "digitalocean": KindDigitalOcean, "vultr": KindVultr, "azure-imds": KindAzureIMDS, "oracle-vnics": "", "xml": "",
+	} {
+		got, ok := KindForFormat(format)
+		if got != want || ok != (want != "") {
+			t.Errorf("KindForFormat(%q) = %q, %v; want %q", format, got, ok, want)
+		}
+	}
+}

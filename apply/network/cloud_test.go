@@ -50,9 +50,10 @@ const azureNetwork = `{"interface": [
 
 // TestCloudNetworkMetadata checks that the network module converts the
 // network metadata of DigitalOcean, Vultr and Azure through netup (the
-// parsers are compared with cloud-init in netup/parse), that Azure's
-// apply_network_config: false and Oracle's VNICs give the fallback, and
-// that MAC-named metadata is skipped offline.
+// parsers are compared with cloud-init in netup/parse), that Oracle's
+// VNICs give the fallback, and that MAC-named metadata is skipped
+// offline. (Azure's apply_network_config is the datasource's: see
+// seed/ds.)
 func TestCloudNetworkMetadata(t *testing.T) {
 	nics := map[string][2]string{
 		"ens3": {"04:01:58:27:7f:01", "virtio_net"},
@@ -81,9 +82,6 @@ func TestCloudNetworkMetadata(t *testing.T) {
 			wantLine: "    address 10.0.0.5/24"},
 		{name: "azure offline", format: "azure-imds", input: azureNetwork, wantFrom: azureNetwork, wantKind: netup.KindAzureIMDS,
 			wantLine: "iface eth0 inet dhcp"},
-		{name: "azure apply_network_config false", format: "azure-imds", input: azureNetwork,
-			config:   apply.Config{"datasource": map[string]any{"Azure": map[string]any{"apply_network_config": false}}},
-			wantFrom: string(fallback), wantKind: netup.KindYAML, live: true, wantLine: "iface ens3 inet dhcp"},
 		{name: "oracle", format: "oracle-vnics", input: `{"vnics": []}`, wantFrom: string(fallback), wantKind: netup.KindYAML, live: true,
 			wantLine: "iface ens3 inet dhcp"},
 		{name: "digitalocean offline", format: "digitalocean", input: digitalOceanNetwork, wantSkip: true},

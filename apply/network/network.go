@@ -141,22 +141,6 @@ func run(ctx context.Context, env *apply.Env) error {
 // byMAC lists the input kinds that name NICs by MAC only.
 var byMAC = map[string]bool{netup.KindEC2: true, netup.KindDigitalOcean: true, netup.KindVultr: true}
 
-// azureNetworkOff reports datasource.Azure.apply_network_config: false,
-// with which cloud-init leaves IMDS's network metadata aside for its
-// fallback config.
-func azureNetworkOff(env *apply.Env) bool {
-	dsCfg, ok, _ := env.Config.Map("datasource")
-	if !ok {
-		return false
-	}
-	azure, ok, _ := dsCfg.Map("Azure")
-	if !ok {
-		return false
-	}
-	on, ok := azure["apply_network_config"].(bool)
-	return ok && !on
-}
-
 // disabled reports a "network" value of {config: disabled}.
 func disabled(network any) bool {
 	m, ok := network.(map[string]any)
@@ -173,37 +157,20 @@ func datasourceConfig(env *apply.Env) (raw []byte, kind string) {
 		return nil, ""
 	}
 	raw = env.Seed.NetworkConfig
-	switch strings.ToLower(env.Seed.NetworkFormat) {
-	case "eni":
-		kind = netup.KindENI
-	case "network_data.json", "network_data", "openstack":
-		kind = netup.KindNetworkDataJSON
-	case "ec2":
-		kind = netup.KindEC2
-	case "digitalocean":
-		kind = netup.KindDigitalOcean
-	case "vultr":
-		kind = netup.KindVultr
-	case "azure-imds":
-		if azureNetworkOff(env) {
-			env.Log.Info("Azure's IMDS network metadata is not applied (datasource.Azure.apply_network_config is false); using the fallback")
-			return nil, ""
-		}
-		kind = netup.KindAzureIMDS
-	case "oracle-vnics":
+	if strings.ToLower(env.Seed.NetworkFormat) == "oracle-vnics" {
 		// cloud-init 22.4 configures Oracle's primary VNIC from the
 		// initramfs (DHCP, which the fallback does) and its secondary
 		// VNICs only on request (configure_secondary_nics, off by default).
 		env.Log.Info("Oracle's VNIC metadata is not converted; using the fallback (DHCP on one NIC), as cloud-init does by default")
 		return nil, ""
-	case "v1", "v2", "yaml", "":
-		kind = netup.KindYAML
-		if looksLikeNetworkData(raw) {
-			kind = netup.KindNetworkDataJSON
-		}
-	default:
+	}
+	kind, ok := netup.KindForFormat(env.Seed.NetworkFormat)
+	if !ok {
 		env.Warn("network config of format %q from the datasource is not converted by seedinit yet; using the fallback (DHCP on one NIC)", env.Seed.NetworkFormat)
 		return nil, ""
+	}
+	if kind == netup.KindYAML && looksLikeNetworkData(raw) {
+		kind = netup.KindNetworkDataJSON
 	}
 	return raw, kind
 }

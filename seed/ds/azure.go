@@ -30,7 +30,7 @@ func init() { Register(azureDatasource{}) }
 // the deployment, is ReportReady's (azure_ready.go), after the stages.
 //
 // Settings (datasource: {Azure: {...}}): metadata_url (seedinit's),
-// timeout, retries.
+// apply_network_config, timeout, retries.
 type azureDatasource struct{}
 
 func (azureDatasource) Name() string       { return "Azure" }
@@ -59,7 +59,7 @@ func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error
 	if err != nil {
 		return nil, fmt.Errorf("fetch Azure IMDS: %w", err)
 	}
-	s, err := azureSeed(md, env.DMIField("product_uuid"))
+	s, err := azureSeed(md, env.DMIField("product_uuid"), settingBool(env.Settings(d.Name()), "apply_network_config", true))
 	if err != nil {
 		return nil, fmt.Errorf("read Azure IMDS from %s: %w", Redact(url), err)
 	}
@@ -69,7 +69,10 @@ func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error
 
 // azureSeed maps IMDS's document. The instance-id is the SMBIOS system
 // UUID in lower case, as cloud-init has it (vmId when DMI is unreadable).
-func azureSeed(md map[string]any, systemUUID string) (*seed.Seed, error) {
+// Without applyNetwork (datasource.Azure.apply_network_config: false) the
+// seed has no network config, so that the fallback serves, as in
+// cloud-init.
+func azureSeed(md map[string]any, systemUUID string, applyNetwork bool) (*seed.Seed, error) {
 	compute, _ := md["compute"].(map[string]any)
 	s := &seed.Seed{
 		Datasource: "Azure", Platform: "azure", CloudName: "azure",
@@ -105,7 +108,7 @@ func azureSeed(md map[string]any, systemUUID string) (*seed.Seed, error) {
 		}
 		s.UserData = decoded
 	}
-	if network, ok := md["network"]; ok && network != nil {
+	if network, ok := md["network"]; ok && network != nil && applyNetwork {
 		raw, err := rawNetwork(network)
 		if err != nil {
 			return nil, err

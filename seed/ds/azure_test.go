@@ -83,8 +83,27 @@ func FuzzAzureSeed(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if s, err := azureSeed(md, uuid); err == nil && s.InstanceID == "" {
+		if s, err := azureSeed(md, uuid, true); err == nil && s.InstanceID == "" {
 			t.Error("a seed without an instance-id")
 		}
 	})
+}
+
+// TestAzureApplyNetworkConfig checks that datasource.Azure
+// .apply_network_config: false leaves IMDS's network out of the seed, so
+// that the fallback serves, as in cloud-init.
+func TestAzureApplyNetworkConfig(t *testing.T) {
+	md := map[string]any{
+		"compute": map[string]any{"vmId": "v", "osProfile": map[string]any{"computerName": "h"}},
+		"network": map[string]any{"interface": []any{map[string]any{"macAddress": "000D3A047598"}}},
+	}
+	for _, apply := range []bool{true, false} {
+		s, err := azureSeed(md, "", apply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.NetworkFormat == "azure-imds" && len(s.NetworkConfig) > 0; got != apply {
+			t.Errorf("apply_network_config %v: network config kept %v (format %q)", apply, got, s.NetworkFormat)
+		}
+	}
 }
