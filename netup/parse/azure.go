@@ -23,15 +23,7 @@ func AzureIMDS(data []byte, opts Options) (*model.Network, error) {
 	if cfg == nil {
 		return nil, convErr
 	}
-	n, parseErr := v2(cfg, opts, func(keys ...string) []string {
-		switch {
-		case len(keys) == 0:
-			return []string{"version", "ethernets"}
-		case len(keys) == 1 && keys[0] == "ethernets":
-			return order
-		}
-		return nil
-	})
+	n, parseErr := v2(cfg, opts, ethernetsInOrder(order))
 	return n, errors.Join(convErr, parseErr)
 }
 

@@ -37,7 +37,15 @@ func EC2Config(network map[string]any, opts Options) (*model.Network, error) {
 	if cfg == nil {
 		return nil, convErr
 	}
-	n, parseErr := v2(cfg, opts, func(keys ...string) []string {
+	n, parseErr := v2(cfg, opts, ethernetsInOrder(order))
+	return n, errors.Join(convErr, parseErr)
+}
+
+// ethernetsInOrder is the key order of a v2 document a converter built
+// with only ethernets, named in order: what a YAML file would have told
+// the v2 parser.
+func ethernetsInOrder(order []string) func(keys ...string) []string {
+	return func(keys ...string) []string {
 		switch {
 		case len(keys) == 0:
 			return []string{"version", "ethernets"}
@@ -45,8 +53,7 @@ func EC2Config(network map[string]any, opts Options) (*model.Network, error) {
 			return order
 		}
 		return nil
-	})
-	return n, errors.Join(convErr, parseErr)
+	}
 }
 
 // EC2NetworkConfig turns EC2's per-NIC metadata into a cloud-init network

@@ -2,7 +2,8 @@ package render
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
@@ -82,7 +83,7 @@ func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
 	}
 
 	bonds, _ := v2["bonds"].(map[string]any)
-	for _, name := range sortedKeys(bonds) {
+	for _, name := range slices.Sorted(maps.Keys(bonds)) {
 		bond := bonds[name].(map[string]any)
 		params, _ := bond["parameters"].(map[string]any)
 		var lines []string
@@ -101,7 +102,7 @@ func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
 	}
 
 	bridges, _ := v2["bridges"].(map[string]any)
-	for _, name := range sortedKeys(bridges) {
+	for _, name := range slices.Sorted(maps.Keys(bridges)) {
 		bridge := bridges[name].(map[string]any)
 		params, _ := bridge["parameters"].(map[string]any)
 		var lines []string
@@ -126,7 +127,7 @@ func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
 	}
 
 	vlans, _ := v2["vlans"].(map[string]any)
-	for _, name := range sortedKeys(vlans) {
+	for _, name := range slices.Sorted(maps.Keys(vlans)) {
 		vlan := vlans[name].(map[string]any)
 		netdev(name, "vlan", vlan, "VLAN", []string{fmt.Sprintf("Id=%d", vlan["id"])})
 		member(pyfmt.Str(vlan["link"]), "VLAN", name)
@@ -155,13 +156,4 @@ func networkdValue(key string, v any) string {
 		s += "ms"
 	}
 	return s
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
