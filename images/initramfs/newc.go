@@ -89,6 +89,9 @@ func (cw *newcWriter) Close() error {
 }
 
 func (cw *newcWriter) member(r record) error {
+	if int64(len(r.Data)) > 0xffffffff {
+		return fmt.Errorf("cpio: %s is larger than the format's 4 GiB", r.Name)
+	}
 	cw.ino++
 	nlink := uint32(1)
 	if r.Mode&^0o7777 == modeDir {
@@ -99,9 +102,6 @@ func (cw *newcWriter) member(r record) error {
 	}
 	if len(r.Data) == 0 {
 		return nil
-	}
-	if int64(len(r.Data)) > 0xffffffff {
-		return fmt.Errorf("cpio: %s is larger than the format's 4 GiB", r.Name)
 	}
 	if err := cw.write(r.Data); err != nil {
 		return err
