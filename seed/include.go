@@ -1,7 +1,6 @@
 package seed
 
 import (
-	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
@@ -89,21 +88,11 @@ func (c *MemoryIncludeCache) Put(rawURL string, content []byte) error {
 	return nil
 }
 
-// Limits of DefaultFetch.
+// Limits of Web.
 const (
 	FetchTimeout      = 10 * time.Second
 	FetchMaxRedirects = 5
 )
-
-// DefaultFetch gets an #include URL: an http or https GET that must answer
-// 2xx within FetchTimeout, following at most FetchMaxRedirects redirects
-// (to http or https only), with a body of at most DefaultMaxSize bytes.
-// cloud-init also reads file:// URLs and bare paths; seedinit refuses
-// them, because user-data must not read the files of the machine it
-// configures.
-func DefaultFetch(ctx context.Context, rawURL string) ([]byte, error) {
-	return Web(ctx, WebRequest{URL: rawURL})
-}
 
 // RedactURL shortens a URL for messages: no user information, and no
 // query, which often holds a signature or token.

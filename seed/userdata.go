@@ -37,8 +37,10 @@ type Options struct {
 	// byte decompressed, fetched or rendered from it. 0 means
 	// DefaultMaxSize.
 	MaxSize int64
-	// Fetch gets #include and text/x-include-url URLs. nil means
-	// DefaultFetch (http and https only).
+	// Fetch gets #include and text/x-include-url URLs. nil means Web, for
+	// http and https only: cloud-init also reads file:// URLs and bare
+	// paths, but user-data must not read the files of the machine it
+	// configures.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
 	// IncludeOnce keeps #include-once content, which cloud-init fetches
 	// once per instance and reads from its urlcache ever after. nil

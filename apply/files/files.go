@@ -129,17 +129,14 @@ func entryContent(ctx context.Context, env *apply.Env, e *Entry) ([]byte, bool) 
 	return e.Content, true
 }
 
-// Fetch retrieves an http(s) source through seed's client for the user's
-// URLs. It is a variable so that tests can replace it; it tries a few
-// times, again only on errors a retry may cure.
-var Fetch = fetchHTTP
-
 const (
 	fetchTries   = 3
 	fetchTimeout = 10 * time.Second
 	fetchMaxSize = maxContent
 )
 
+// fetchHTTP retrieves an http(s) source through seed's client for the
+// user's URLs, trying a few times, again only on errors a retry may cure.
 func fetchHTTP(ctx context.Context, uri string, headers map[string]string) ([]byte, error) {
 	var lastErr error
 	for try := range fetchTries {
@@ -181,7 +178,7 @@ func fetchSource(ctx context.Context, env *apply.Env, src *Source) ([]byte, erro
 	}
 	switch u.Scheme {
 	case "http", "https":
-		return Fetch(ctx, src.URI, src.Headers)
+		return fetchHTTP(ctx, src.URI, src.Headers)
 	case "file", "":
 		p := u.Path
 		if u.Scheme == "" {

@@ -51,8 +51,8 @@ const azureNetwork = `{"interface": [
 // TestCloudNetworkMetadata checks that the network module converts the
 // network metadata of DigitalOcean, Vultr and Azure through netup (the
 // parsers are compared with cloud-init in netup/parse), that Oracle's
-// VNICs give the fallback, and that MAC-named metadata is skipped
-// offline. (Azure's apply_network_config is the datasource's: see
+// VNICs and Vultr's cloud_interfaces give the fallback, and that
+// MAC-named metadata is skipped offline. (Azure's apply_network_config is the datasource's: see
 // seed/ds.)
 func TestCloudNetworkMetadata(t *testing.T) {
 	nics := map[string][2]string{
@@ -65,14 +65,14 @@ func TestCloudNetworkMetadata(t *testing.T) {
 
 	tests := []struct {
 		name, format, input string
-		config              apply.Config
 		// wantFrom is converted from wantKind with the machine's NICs
 		// for the expected ENI.
 		wantFrom, wantKind string
 		live               bool
 		wantSkip           bool
-		// wantLine is one line the ENI must have.
-		wantLine string
+		// wantLine is one line the ENI must have; wantWarn a part of the
+		// one warning the module must give, "" for none.
+		wantLine, wantWarn string
 	}{
 		{name: "digitalocean", format: "digitalocean", input: digitalOceanNetwork, wantFrom: digitalOceanNetwork, wantKind: netup.KindDigitalOcean, live: true,
 			wantLine: "    address 45.55.50.93/19"},
@@ -84,6 +84,8 @@ func TestCloudNetworkMetadata(t *testing.T) {
 			wantLine: "iface eth0 inet dhcp"},
 		{name: "oracle", format: "oracle-vnics", input: `{"vnics": []}`, wantFrom: string(fallback), wantKind: netup.KindYAML, live: true,
 			wantLine: "iface ens3 inet dhcp"},
+		{name: "vultr cloud_interfaces", format: "vultr-cloud-interfaces", input: `{"cloud_interfaces": [{"mac": "04:01:58:27:7f:01"}]}`,
+			wantFrom: string(fallback), wantKind: netup.KindYAML, live: true, wantLine: "iface ens3 inet dhcp", wantWarn: "using the fallback"},
 		{name: "digitalocean offline", format: "digitalocean", input: digitalOceanNetwork, wantSkip: true},
 	}
 	for _, tt := range tests {
@@ -91,7 +93,7 @@ func TestCloudNetworkMetadata(t *testing.T) {
 			fakeSysClassNet(t, nics)
 			dir := t.TempDir()
 			mkdirs(t, dir, "etc/network/interfaces")
-			env := applytest.NewEnvAt(t, dir, tt.config)
+			env := applytest.NewEnvAt(t, dir, nil)
 			env.Sys.IsLive = tt.live
 			env.Seed.NetworkConfig, env.Seed.NetworkFormat = []byte(tt.input), tt.format
 			err := run(context.Background(), env.Env)
@@ -104,8 +106,8 @@ func TestCloudNetworkMetadata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := env.Warnings(); len(w) > 0 {
-				t.Errorf("warnings: %q", w)
+			if w := env.Warnings(); (tt.wantWarn == "" && len(w) > 0) || (tt.wantWarn != "" && (len(w) != 1 || !strings.Contains(w[0], tt.wantWarn))) {
+				t.Errorf("warnings: %q, want one with %q", w, tt.wantWarn)
 			}
 			var known []netup.MAC
 			if tt.live {

@@ -275,9 +275,9 @@ func runOne(ctx context.Context, w *moduleWorker, m apply.Module, env *apply.Env
 // A goroutine starts with a small stack that grows by copying, and every
 // copy walks the stack's frames through the binary's function tables; a
 // worker that lives through the stage grows its stack once instead of once
-// per module, which keeps those tables (a third of the binary) out of
-// memory. A module that overruns its deadline keeps the goroutine it hangs
-// in; the next module gets a new one.
+// per module, so fewer of those tables are read in (0.1 to 0.3 MiB of the
+// bench's peak). A module that overruns its deadline keeps the goroutine
+// it hangs in; the next module gets a new one.
 type moduleWorker struct {
 	jobs chan func()
 }

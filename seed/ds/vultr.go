@@ -80,13 +80,18 @@ func vultrSeed(md map[string]any) (*seed.Seed, error) {
 	}
 	s.VendorData = vendor
 	// The key stays with the list: cloud-init reads "cloud_interfaces"
-	// (when present) differently from "interfaces".
+	// (when present) differently from "interfaces", and hands it on as a
+	// network config of no version its network code reads. Its own format
+	// name makes the network module take the fallback for it.
 	for _, key := range []string{"cloud_interfaces", "interfaces"} {
 		if ifaces := md[key]; ifaces != nil {
 			if s.NetworkConfig, err = rawNetwork(map[string]any{key: ifaces}); err != nil {
 				return nil, err
 			}
 			s.NetworkFormat = "vultr"
+			if key == "cloud_interfaces" {
+				s.NetworkFormat = "vultr-cloud-interfaces"
+			}
 			break
 		}
 	}

@@ -71,10 +71,10 @@ func FuzzVultrSeed(f *testing.F) {
 // list came under: cloud-init reads cloud_interfaces and interfaces
 // differently, and cloud_interfaces wins when both are there.
 func TestVultrNetworkKey(t *testing.T) {
-	for _, tt := range []struct{ body, want string }{
-		{`{"instance-v2-id":"i","interfaces":[{"mac":"56:00:00:00:00:01"}]}`, `{"interfaces":[{"mac":"56:00:00:00:00:01"}]}`},
-		{`{"instance-v2-id":"i","interfaces":[],"cloud_interfaces":[{"mac":"m"}]}`, `{"cloud_interfaces":[{"mac":"m"}]}`},
-		{`{"instance-v2-id":"i"}`, ``},
+	for _, tt := range []struct{ body, want, format string }{
+		{`{"instance-v2-id":"i","interfaces":[{"mac":"56:00:00:00:00:01"}]}`, `{"interfaces":[{"mac":"56:00:00:00:00:01"}]}`, "vultr"},
+		{`{"instance-v2-id":"i","interfaces":[],"cloud_interfaces":[{"mac":"m"}]}`, `{"cloud_interfaces":[{"mac":"m"}]}`, "vultr-cloud-interfaces"},
+		{`{"instance-v2-id":"i"}`, ``, ""},
 	} {
 		md, err := decodeJSONObject([]byte(tt.body))
 		if err != nil {
@@ -87,8 +87,8 @@ func TestVultrNetworkKey(t *testing.T) {
 		if got := string(s.NetworkConfig); got != tt.want {
 			t.Errorf("vultrSeed(%s) network config %s, want %s", tt.body, got, tt.want)
 		}
-		if wantFormat := map[bool]string{true: "vultr", false: ""}[tt.want != ""]; s.NetworkFormat != wantFormat {
-			t.Errorf("vultrSeed(%s) network format %q, want %q", tt.body, s.NetworkFormat, wantFormat)
+		if s.NetworkFormat != tt.format {
+			t.Errorf("vultrSeed(%s) network format %q, want %q", tt.body, s.NetworkFormat, tt.format)
 		}
 	}
 }
