@@ -2,6 +2,7 @@ package users
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,4 +205,14 @@ func newEnv(t testing.TB, dir, config string) *applytest.Env {
 func readFileMaybe(dir, name string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	return string(b), err
+}
+
+// pythonWith returns Debian's python3 if it can import module, or skips.
+func pythonWith(t testing.TB, module string) string {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-W", "ignore", "-c", "import "+module).Run(); err != nil {
+		t.Skipf("%s cannot import %s (%v): no oracle to compare with", python, module, err)
+	}
+	return python
 }

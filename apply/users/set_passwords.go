@@ -10,6 +10,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed/shacrypt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -230,10 +231,10 @@ func applyPasswords(ctx context.Context, env *apply.Env, changes []passwordChang
 		switch {
 		case c.random:
 			var pass string
-			pass, err = randomString(env.Random, randomPasswordLength, randomPasswordAlphabet)
+			pass, err = shacrypt.RandomString(env.Random, randomPasswordLength, randomPasswordAlphabet)
 			if err == nil {
 				var hashed string
-				if hashed, err = HashPassword(pass, env.Random); err == nil {
+				if hashed, err = shacrypt.HashPassword(pass, env.Random); err == nil {
 					err = db.SetPassword(c.user, hashed)
 				}
 			}

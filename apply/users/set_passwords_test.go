@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed/shacrypt"
 )
 
 // passwordsRoot is the Debian fixture with a few users to set passwords of.
@@ -46,7 +47,7 @@ chpasswd:
 	}
 	shadow := readFile(t, dir, "etc/shadow")
 	bob := strings.Split(lineOf(t, shadow, "bob"), ":")
-	if ok, _ := CheckPassword(bob[1], "plain-bob"); !ok || bob[2] != fixedDay {
+	if ok, _ := shacrypt.CheckPassword(bob[1], "plain-bob"); !ok || bob[2] != fixedDay {
 		t.Errorf("bob: %q", lineOf(t, shadow, "bob"))
 	}
 	if got, want := lineOf(t, shadow, "eve"), "eve:$6$rounds=5000$salt$HASH:"+fixedDay+":0:99999:7:::"; got != want {
@@ -61,7 +62,7 @@ chpasswd:
 		t.Errorf("random password %q uses a confusable character", m[1])
 	}
 	debian := strings.Split(lineOf(t, shadow, "debian"), ":")
-	if ok, _ := CheckPassword(debian[1], m[1]); !ok {
+	if ok, _ := shacrypt.CheckPassword(debian[1], m[1]); !ok {
 		t.Error("the random password shown does not match debian's hash")
 	}
 	if got := readFile(t, dir, "etc/ssh/sshd_config.d/50-cloud-init.conf"); got != "PasswordAuthentication yes\n" {
@@ -108,7 +109,7 @@ func TestSetPasswordsDefaultUserPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Split(lineOf(t, readFile(t, dir, "etc/shadow"), "debian"), ":")
-	if ok, _ := CheckPassword(got[1], "hunter2"); !ok {
+	if ok, _ := shacrypt.CheckPassword(got[1], "hunter2"); !ok {
 		t.Errorf("debian's password not set: %q", got)
 	}
 	if env.Console.Len() != 0 {

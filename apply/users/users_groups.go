@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed/shacrypt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -379,10 +380,10 @@ func setPlainPassword(env *apply.Env, db *DB, name, password string) error {
 		return fmt.Errorf("set password: %w", err)
 	}
 	base := strings.TrimLeft(current, "!")
-	if ok, err := CheckPassword(base, password); err == nil && ok {
+	if ok, err := shacrypt.CheckPassword(base, password); err == nil && ok {
 		return db.SetPassword(name, base)
 	}
-	hashed, err := HashPassword(password, env.Random)
+	hashed, err := shacrypt.HashPassword(password, env.Random)
 	if err != nil {
 		return fmt.Errorf("set password of %s: %w", name, err)
 	}

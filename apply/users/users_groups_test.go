@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/seed/shacrypt"
 )
 
 const (
@@ -98,7 +99,7 @@ func TestUsersGroupsCreatesAccounts(t *testing.T) {
 		}
 	}
 	bobHash := strings.Split(lineOf(t, shadow, "bob"), ":")[1]
-	if ok, err := CheckPassword(bobHash, "s3cret-plain"); err != nil || !ok {
+	if ok, err := shacrypt.CheckPassword(bobHash, "s3cret-plain"); err != nil || !ok {
 		t.Errorf("bob's hash %q does not verify: %v", bobHash, err)
 	}
 	if got, want := lineOf(t, shadow, "eve"), "eve:!$6$rounds=5000$abcdefgh$ZAP:"+fixedDay+":0:99999:7::21915:"; got != want {
@@ -280,7 +281,7 @@ users:
 	if !strings.HasPrefix(aliceHash[1], "!$6$") || aliceHash[2] != fixedDay {
 		t.Errorf("alice's password not set and locked: %q", lineOf(t, shadow, "alice"))
 	}
-	if ok, _ := CheckPassword(aliceHash[1][1:], "newpass"); !ok {
+	if ok, _ := shacrypt.CheckPassword(aliceHash[1][1:], "newpass"); !ok {
 		t.Error("alice's new hash does not verify")
 	}
 	if got := lineOf(t, shadow, "root"); got != "root:*:19500:0:99999:7:::" {

@@ -1,4 +1,9 @@
-package users
+// Package shacrypt hashes and checks passwords the way glibc's crypt(3)
+// does for "$5$" and "$6$", with no C library. Datasources use it for
+// passwords their clouds hand over in plain text (Azure's ovf-env.xml), so
+// that only the hash is ever kept; the users and chpasswd modules use it
+// for the passwords that cloud-config gives.
+package shacrypt
 
 import (
 	"crypto/sha256"
@@ -76,7 +81,7 @@ func SHA256Crypt(password, salt string, rounds int) string {
 // HashPassword hashes password as SHA-512 crypt with the default rounds and
 // a 16-character salt drawn from random.
 func HashPassword(password string, random io.Reader) (string, error) {
-	salt, err := randomString(random, maxSaltLen, cryptAlphabet)
+	salt, err := RandomString(random, maxSaltLen, cryptAlphabet)
 	if err != nil {
 		return "", fmt.Errorf("make a password salt: %w", err)
 	}
@@ -223,9 +228,9 @@ func encode24(out *strings.Builder, b2, b1, b0 byte, chars int) {
 	}
 }
 
-// randomString draws n characters of alphabet from random without modulo
+// RandomString draws n characters of alphabet from random without modulo
 // bias.
-func randomString(random io.Reader, n int, alphabet string) (string, error) {
+func RandomString(random io.Reader, n int, alphabet string) (string, error) {
 	if random == nil {
 		return "", errors.New("no source of randomness")
 	}
