@@ -69,6 +69,15 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 	if s.VendorData, _, err = read("vendor-data"); err != nil {
 		return nil, err
 	}
+	// seedinit's own file: what `seedinit fetch` saved of the datasource's
+	// config (Azure's admin user, CloudStack's password).
+	if raw, ok, err := read("datasource-config"); err != nil {
+		return nil, err
+	} else if ok {
+		if s.Config, err = loadMapping(raw); err != nil {
+			return nil, fmt.Errorf("read NoCloud seed %s: %w", filepath.Join(dir, "datasource-config"), err)
+		}
+	}
 	var netRaw []byte
 	if netRaw, ok, err = read("network-config"); err != nil {
 		return nil, err
@@ -106,17 +115,9 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 // NoCloudFromFiles builds a NoCloud seed from its meta-data; where names
 // the file in errors.
 func NoCloudFromFiles(metaData []byte, where string) (*Seed, error) {
-	md := map[string]any{}
-	v, err := yaml11.Load(metaData)
+	md, err := loadMapping(metaData)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", where, err)
-	}
-	switch m := v.(type) {
-	case nil:
-	case map[string]any:
-		md = m
-	default:
-		return nil, fmt.Errorf("parse %s: want a mapping of keys, got %T", where, v)
 	}
 	if _, ok := md["instance-id"]; !ok {
 		md["instance-id"] = "nocloud"
@@ -142,6 +143,22 @@ func NoCloudFromFiles(metaData []byte, where string) (*Seed, error) {
 	s.Region = scalarString(md["region"])
 	s.PublicKeys = NormalizePublicKeys(md["public-keys"])
 	return s, nil
+}
+
+// loadMapping parses YAML (JSON included) that must be a mapping; an empty
+// document is an empty mapping.
+func loadMapping(raw []byte) (map[string]any, error) {
+	v, err := yaml11.Load(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch m := v.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return m, nil
+	}
+	return nil, fmt.Errorf("want a mapping of keys, got %T", v)
 }
 
 // NormalizePublicKeys flattens the shapes clouds use for public keys (a

@@ -26,6 +26,12 @@ type Seed struct {
 
 	UserData   []byte
 	VendorData []byte
+	// Config is the datasource's own cloud-config, cloud-init's
+	// get_config_obj: Azure's admin user and password hash from
+	// ovf-env.xml, CloudStack's password. It merges under vendor-data
+	// and user-data and over /etc/cloud's config. Passwords in it are
+	// hashed where the cloud allows: it is saved with the seed.
+	Config map[string]any
 	// NetworkConfig is the raw network configuration and NetworkFormat its
 	// kind: "v1", "v2" (cloud-init YAML), "network_data.json", "eni", "".
 	NetworkConfig []byte

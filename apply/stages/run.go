@@ -350,7 +350,9 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 		p.VendorData = &seed.Processed{}
 		opts.Log.Info("vendor-data disabled by vendor_data.enabled")
 	}
-	p.Config = apply.Config(merge.MergeMany(userCfg, vendorCfg, system))
+	// cloud-init's order: instance configs over the datasource's over
+	// /etc/cloud's.
+	p.Config = apply.Config(merge.MergeMany(userCfg, vendorCfg, opts.Seed.Config, system))
 	p.Warnings = append(p.Warnings, unknownKeys(userCfg, vendorCfg)...)
 
 	write := func(name string, data []byte, mode uint32) {

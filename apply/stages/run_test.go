@@ -232,6 +232,70 @@ func TestVendorDataDisabled(t *testing.T) {
 	}
 }
 
+// TestDatasourceConfigMergeOrder: the datasource's config (Azure's default
+// user) sits over /etc/cloud's and under vendor-data and user-data, as in
+// cloud-init's ConfigMerger, and vendor_data.enabled: false leaves it in.
+func TestDatasourceConfigMergeOrder(t *testing.T) {
+	const system = "system_info:\n  default_user: {name: debian, groups: [adm], shell: /bin/bash}\nssh_pwauth: false\nmarker: system\n"
+	dsConfig := map[string]any{
+		"system_info": map[string]any{"default_user": map[string]any{"name": "azureuser", "lock_passwd": false}},
+		"ssh_pwauth":  true, "marker": "datasource", "ds_only": 1,
+	}
+	for _, tt := range []struct {
+		name, user string
+		want       map[string]any
+	}{
+		{"vendor-data over the datasource", "#cloud-config\n{}\n", map[string]any{
+			"default_user": map[string]any{"name": "azureuser", "lock_passwd": false, "groups": []any{"adm"}, "shell": "/bin/bash"},
+			"ssh_pwauth":   true, "marker": "vendor", "ds_only": float64(1)}},
+		{"user-data over both", "#cloud-config\nssh_pwauth: false\nmarker: user\n", map[string]any{
+			"default_user": map[string]any{"name": "azureuser", "lock_passwd": false, "groups": []any{"adm"}, "shell": "/bin/bash"},
+			"ssh_pwauth":   false, "marker": "user", "ds_only": float64(1)}},
+		{"vendor-data off keeps the datasource's", "#cloud-config\nvendor_data: {enabled: false}\n", map[string]any{
+			"default_user": map[string]any{"name": "azureuser", "lock_passwd": false, "groups": []any{"adm"}, "shell": "/bin/bash"},
+			"ssh_pwauth":   true, "marker": "datasource", "ds_only": float64(1)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "etc/cloud"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "etc/cloud/cloud.cfg"), []byte(system), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			root, _ := target.Open(dir)
+			_, err := Run(context.Background(), Options{
+				Root:   root,
+				Stages: []apply.Stage{apply.StageNetwork},
+				Sys:    &applytest.FakeSystem{},
+				Seed: &seed.Seed{Datasource: "Azure", InstanceID: "i-ds", UserData: []byte(tt.user),
+					VendorData: []byte("#cloud-config\nmarker: vendor\n"), Config: dsConfig},
+			})
+			root.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "run/cloud-init/instance-data-sensitive.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var data struct {
+				Merged map[string]any `json:"merged_cfg"`
+			}
+			if err := json.Unmarshal(raw, &data); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]any{
+				"default_user": data.Merged["system_info"].(map[string]any)["default_user"],
+				"ssh_pwauth":   data.Merged["ssh_pwauth"], "marker": data.Merged["marker"], "ds_only": data.Merged["ds_only"],
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("merged config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // Debian's cloud.cfg spells modules with hyphens; they must run.
 func TestModuleListSpellings(t *testing.T) {
 	runsOK.Store(0)

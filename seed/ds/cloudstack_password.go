@@ -7,7 +7,6 @@ package ds
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -41,14 +40,15 @@ func fetchPassword(ctx context.Context, client *metadataClient, url string) (str
 	return password, nil
 }
 
-// passwordCloudConfig is the cloud-config cloud-init adds for a password
-// from the server: set it for the default user, unexpired, and allow SSH
-// password logins. JSON is YAML, and json.Marshal quotes any password.
-func passwordCloudConfig(password string) []byte {
-	cfg, _ := json.Marshal(map[string]any{
+// passwordConfig is the datasource config cloud-init's CloudStack source
+// gives for a password from the server: set it for the default user,
+// unexpired, and allow SSH password logins. It is the datasource's config,
+// not vendor-data, so that vendor_data.enabled: false keeps it, as in
+// cloud-init.
+func passwordConfig(password string) map[string]any {
+	return map[string]any{
 		"password":   password,
 		"chpasswd":   map[string]any{"expire": false},
 		"ssh_pwauth": true,
-	})
-	return append([]byte("#cloud-config\n"), cfg...)
+	}
 }

@@ -176,7 +176,7 @@ func crawlEC2Style(ctx context.Context, client *metadataClient, base string, sty
 			// cloud-init logs this and goes on without a password.
 			client.log.Warn("read the password server", "url", style.passwordServer, "err", err)
 		} else if password != "" {
-			s.VendorData = passwordCloudConfig(password)
+			s.Config = passwordConfig(password)
 		}
 	}
 	client.log.Info("read EC2-style metadata", "datasource", style.datasource, "url", base, "version", version,

@@ -14,7 +14,8 @@ import (
 
 // FetchToDir writes a seed as a NoCloud seed directory that `seedinit
 // apply --seed DIR` reads back: meta-data (JSON, which is YAML), user-data,
-// vendor-data, network-config (cloud-init v1/v2) or network_data.json /
+// vendor-data, datasource-config (the datasource's own cloud-config, a
+// seedinit addition), network-config (cloud-init v1/v2) or network_data.json /
 // network-interfaces (OpenStack JSON and ENI, as they came), and instance-data.json
 // with the datasource's name, the v1 keys and the raw metadata, for bug
 // reports. Files are 0600 in a 0700 directory: user-data may hold secrets.
@@ -59,7 +60,7 @@ func FetchToDir(s *seed.Seed, dir string) error {
 
 // seedFileNames are every file FetchToDir may write.
 var seedFileNames = []string{
-	"meta-data", "user-data", "vendor-data", "network-config",
+	"meta-data", "user-data", "vendor-data", "datasource-config", "network-config",
 	"network_data.json", "network-interfaces", "instance-data.json",
 }
 
@@ -99,6 +100,13 @@ func SeedFiles(s *seed.Seed) (map[string][]byte, error) {
 	}
 	if s.VendorData != nil {
 		files["vendor-data"] = s.VendorData
+	}
+	if len(s.Config) > 0 {
+		cfg, err := json.MarshalIndent(s.Config, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("encode datasource-config: %w", err)
+		}
+		files["datasource-config"] = append(cfg, '\n')
 	}
 	switch s.NetworkFormat {
 	case "":

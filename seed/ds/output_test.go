@@ -26,6 +26,7 @@ func TestFetchToDirRoundTrip(t *testing.T) {
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "vendor-data"), []byte("stale"), 0o600)
 	s.VendorData = nil
+	s.Config = map[string]any{"system_info": map[string]any{"default_user": map[string]any{"name": "azureuser", "lock_passwd": false}}, "ssh_pwauth": true}
 	if err := FetchToDir(s, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +46,9 @@ func TestFetchToDirRoundTrip(t *testing.T) {
 	got := view{back.InstanceID, back.LocalHostname, back.AvailabilityZone, back.PublicKeys, string(back.UserData)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(s.Config, back.Config); diff != "" {
+		t.Errorf("datasource config round trip (-want +got):\n%s", diff)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "network-config")); !os.IsNotExist(err) {
 		t.Errorf("network-config written for a network_data.json seed: %v", err)
