@@ -101,8 +101,9 @@ func applyCredentials(env *apply.Env) error {
 
 // DefaultUser names the default user as cloud-init's ug_util works it out
 // (normalize_users_groups, then extract_default): there is one only when
-// `users` lists "default" (or `user` is set, which adds it), and its name
-// comes from `user` or else system_info.default_user. "" means none.
+// `users` lists "default", is absent (the users module's addition), or
+// `user` is set, which adds it; its name comes from `user` or else
+// system_info.default_user. "" means none.
 func DefaultUser(cfg apply.Config) (string, error) {
 	oldUser := map[string]any{}
 	if v, ok := cfg["user"]; ok && yaml11.Truthy(v) {
@@ -121,7 +122,10 @@ func DefaultUser(cfg apply.Config) (string, error) {
 			distroUser = du
 		}
 	}
-	hasDefault := len(oldUser) > 0 || usersListDefault(cfg["users"])
+	// As the users module has it: no `users` at all means the stock
+	// cloud.cfg's [default], so the user it creates gets the keys.
+	usersValue, usersGiven := cfg["users"]
+	hasDefault := len(oldUser) > 0 || usersListDefault(usersValue) || (!usersGiven && len(distroUser) > 0)
 	if !hasDefault || (len(oldUser) == 0 && len(distroUser) == 0) {
 		return "", nil
 	}

@@ -139,6 +139,12 @@ func TestCredentialsMatchCloudInit(t *testing.T) {
 	var requests []map[string]any
 	for name, config := range configs {
 		names = append(names, name)
+		// Without `users`, seedinit's users module creates the default
+		// user as the stock cloud.cfg's `users: [default]` would, and the
+		// keys go to it: cloud-init is asked with that value.
+		if name == "no users key" {
+			config += "users: [default]\n"
+		}
 		requests = append(requests, map[string]any{"config": loadConfig(t, config), "public_keys": publicKeys})
 	}
 	type result struct {

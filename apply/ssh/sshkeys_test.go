@@ -236,7 +236,9 @@ func TestDefaultUser(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{name: "no users key", config: distro, want: ""},
+		// The users module creates the default user then; it gets the keys.
+		{name: "no users key", config: distro, want: "debian"},
+		{name: "empty users list", config: distro + "users: []", want: ""},
 		{name: "users default", config: distro + "users: [default]", want: "debian"},
 		{name: "users comma string", config: distro + "users: 'alice, default'", want: "debian"},
 		{name: "users mapping true", config: distro + "users: {default: yes}", want: "debian"},
