@@ -2,8 +2,10 @@ package ds
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -24,10 +26,12 @@ const (
 
 func init() { Register(azureDatasource{}) }
 
-// azureDatasource reads Azure's IMDS (Metadata: true). It does not read
-// the provisioning ISO's ovf-env.xml (cloud-init's first source). Telling
-// the wireserver that the instance is ready, without which Azure fails
-// the deployment, is ReportReady's (azure_ready.go), after the stages.
+// azureDatasource reads Azure's provisioning data, ovf-env.xml (admin
+// user, password, CustomData), from the provisioning CD or a seed
+// directory, then IMDS (Metadata: true), as cloud-init's crawl_metadata
+// does. Telling the wireserver that the instance is ready, without which
+// Azure fails the deployment, is ReportReady's (azure_ready.go), after the
+// stages.
 //
 // Settings (datasource: {Azure: {...}}): metadata_url (seedinit's),
 // apply_network_config, timeout, retries.
@@ -40,10 +44,27 @@ func (azureDatasource) Probe(ctx context.Context, env *Env) (Evidence, error) {
 	if tag := env.DMIField("chassis_asset_tag"); tag == azureChassisAssetTag {
 		return Evidence{Verdict: Found, Reason: fmt.Sprintf("DMI chassis_asset_tag %q", tag)}, nil
 	}
-	return Evidence{Verdict: NotFound, Reason: "DMI chassis_asset_tag is not Azure's"}, nil
+	// cloud-init's is_platform_viable: a seeded ovf-env.xml will do.
+	if env.Root != nil {
+		if _, err := env.Root.Stat(azureSeedDir + "/" + azureOvfEnvFile); err == nil {
+			return Evidence{Verdict: Found, Reason: azureSeedDir + "/" + azureOvfEnvFile}, nil
+		}
+	}
+	return Evidence{Verdict: NotFound, Reason: "DMI chassis_asset_tag is not Azure's and no " + azureSeedDir + "/" + azureOvfEnvFile}, nil
 }
 
 func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
+	log := env.Logger()
+	ovf, ovfWhere, err := readOvfEnv(ctx, env)
+	if err != nil {
+		return nil, fmt.Errorf("read Azure provisioning data: %w", err)
+	}
+	if ovf != nil {
+		log.Info("read Azure provisioning data", "from", ovfWhere)
+		if ovf.preprovisionedVM {
+			log.Warn("ovf-env.xml asks for pre-provisioning (PreprovisionedVm); seedinit does not wait to be reprovisioned and goes on with this data")
+		}
+	}
 	base := baseURLs(env, env.Settings(d.Name()), "metadata_url", AzureIMDSURL)[0]
 	if env.Endpoint != "" {
 		base = strings.TrimRight(endpointPath(env, "/metadata/instance", "metadata/instance"), "/")
@@ -57,22 +78,33 @@ func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error
 		md, err = client.getJSONObject(ctx, url, nil)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetch Azure IMDS: %w", err)
+		if ovf == nil {
+			return nil, fmt.Errorf("fetch Azure IMDS: %w", err)
+		}
+		// cloud-init goes on with ovf-env.xml alone.
+		log.Warn("fetch Azure IMDS; going on with ovf-env.xml alone", "err", err)
+		md = map[string]any{}
 	}
-	s, err := azureSeed(md, env.DMIField("product_uuid"), settingBool(env.Settings(d.Name()), "apply_network_config", true))
+	s, err := azureSeed(md, ovf, env.DMIField("product_uuid"), settingBool(env.Settings(d.Name()), "apply_network_config", true), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("read Azure IMDS from %s: %w", Redact(url), err)
 	}
 	s.Subplatform = fmt.Sprintf("imds (%s)", Redact(base))
+	if ovf != nil {
+		s.Subplatform = ovfWhere
+	}
 	return s, nil
 }
 
-// azureSeed maps IMDS's document. The instance-id is the SMBIOS system
-// UUID in lower case, as cloud-init has it (vmId when DMI is unreadable).
-// Without applyNetwork (datasource.Azure.apply_network_config: false) the
-// seed has no network config, so that the fallback serves, as in
-// cloud-init.
-func azureSeed(md map[string]any, systemUUID string, applyNetwork bool) (*seed.Seed, error) {
+// azureSeed maps ovf-env.xml (nil when there was none) and IMDS's
+// document as cloud-init's crawl_metadata does: IMDS's computerName and
+// adminUsername win over ovf-env.xml's, CustomData over IMDS's userData.
+// The instance-id is the SMBIOS system UUID in lower case, as cloud-init
+// has it (vmId when DMI is unreadable). Without applyNetwork
+// (datasource.Azure.apply_network_config: false) the seed has no network
+// config, so that the fallback serves, as in cloud-init. random salts the
+// password hash.
+func azureSeed(md map[string]any, ovf *ovfEnv, systemUUID string, applyNetwork bool, random io.Reader) (*seed.Seed, error) {
 	compute, _ := md["compute"].(map[string]any)
 	s := &seed.Seed{
 		Datasource: "Azure", Platform: "azure", CloudName: "azure",
@@ -101,7 +133,36 @@ func azureSeed(md map[string]any, systemUUID string, applyNetwork bool) (*seed.S
 			}
 		}
 	}
-	if ud := stringAt(compute, "userData"); ud != "" {
+	if ovf != nil {
+		hostname, userData, cfg, err := ovf.config(random)
+		if err != nil {
+			return nil, err
+		}
+		if s.LocalHostname == "" {
+			s.LocalHostname = hostname
+		}
+		s.UserData, s.Config = userData, cfg
+	}
+	// cloud-init sets the default user's name from IMDS even over
+	// ovf-env.xml's (22.4 fails outright when there is no ovf-env.xml;
+	// seedinit names the user anyway).
+	if admin := stringAt(compute, "osProfile", "adminUsername"); admin != "" {
+		if s.Config == nil {
+			s.Config = map[string]any{}
+		}
+		system, _ := s.Config["system_info"].(map[string]any)
+		if system == nil {
+			system = map[string]any{}
+			s.Config["system_info"] = system
+		}
+		user, _ := system["default_user"].(map[string]any)
+		if user == nil {
+			user = map[string]any{}
+			system["default_user"] = user
+		}
+		user["name"] = admin
+	}
+	if ud := stringAt(compute, "userData"); ud != "" && len(s.UserData) == 0 {
 		decoded, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(ud), ""))
 		if err != nil {
 			return nil, fmt.Errorf("decode base64 compute.userData: %w", err)

@@ -18,6 +18,8 @@ func TestAzureFetch(t *testing.T) {
 		Region: "westeurope", AvailabilityZone: "0",
 		PublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAzureFixtureKey azureuser"},
 		UserData:   []byte("#cloud-config\nhostname: waf-az-01\n"),
+		// IMDS's adminUsername names the default user, as in cloud-init.
+		Config: map[string]any{"system_info": map[string]any{"default_user": map[string]any{"name": "azureuser"}}},
 	}
 	base := func(u string) string { return u + "/metadata/instance" }
 	md := func(query string) map[string]route {
@@ -83,7 +85,7 @@ func FuzzAzureSeed(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if s, err := azureSeed(md, uuid, true); err == nil && s.InstanceID == "" {
+		if s, err := azureSeed(md, nil, uuid, true, nil); err == nil && s.InstanceID == "" {
 			t.Error("a seed without an instance-id")
 		}
 	})
@@ -98,7 +100,7 @@ func TestAzureApplyNetworkConfig(t *testing.T) {
 		"network": map[string]any{"interface": []any{map[string]any{"macAddress": "000D3A047598"}}},
 	}
 	for _, apply := range []bool{true, false} {
-		s, err := azureSeed(md, "", apply)
+		s, err := azureSeed(md, nil, "", apply, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
