@@ -53,6 +53,7 @@ type PID1 struct {
 	remountedRW bool
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	seedSaved   bool         // the final stage has a seed to run from
+	ownCertDir  string       // SSL_CERT_DIR as PID 1 set it, kept from the real init
 }
 
 // Main is PID 1: it never returns. Whatever fails, it ends in exec of the
@@ -111,6 +112,7 @@ func (p *PID1) boot() {
 			p.rescue(err)
 			return
 		}
+		p.ownCertDir = trustTargetCerts(sysroot)
 	}
 	if opts.Disable {
 		p.Log.Info("seedinit.disable: handing off without provisioning")
@@ -347,7 +349,7 @@ func (p *PID1) handoff() {
 		}
 		argv := append([]string{init}, p.Opts.InitArgs...)
 		log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond), "peak_rss_kib", peakRSSKiB())
-		err := unix.Exec(init, argv, os.Environ())
+		err := unix.Exec(init, argv, handoffEnv(p.ownCertDir))
 		log.Error("exec init", "init", init, "error", err.Error())
 	}
 	p.rescue(errors.New("no init could be executed"))
@@ -405,6 +407,7 @@ func (p *PID1) startFinalStage() {
 	self := "/proc/self/exe"
 	cmd := exec.Command(self, "run", "--stage", "final", "--after-handoff", "--quiet", "--seed", SeedCacheDir, "--root", "/")
 	cmd.Stdout, cmd.Stderr = p.Console, p.Console
+	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		p.logger().Error("start the final stage", "error", err.Error())
