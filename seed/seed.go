@@ -32,8 +32,21 @@ type Seed struct {
 	// and user-data and over /etc/cloud's config. Passwords in it are
 	// hashed where the cloud allows: it is saved with the seed.
 	Config map[string]any
+	// Keep are files the datasource leaves in the target for later boots
+	// and other agents, as cloud-init's datasources write them (Azure's
+	// ovf-env.xml, password redacted, for when the provisioning disc is
+	// gone). The stages write them; secrets are out before they get here.
+	Keep []KeptFile
 	// NetworkConfig is the raw network configuration and NetworkFormat its
 	// kind: "v1", "v2" (cloud-init YAML), "network_data.json", "eni", "".
 	NetworkConfig []byte
 	NetworkFormat string
+}
+
+// KeptFile is a file a datasource leaves in the target.
+type KeptFile struct {
+	Path    string
+	Data    []byte
+	Mode    uint32 // the file's permissions
+	DirMode uint32 // for directories that must be made
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"sort"
 	"strconv"
 	"time"
@@ -365,6 +366,13 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 	write(st.InstanceDir("cloud-config.txt"), cloudConfigText(userCfg), 0o600)
 	write(st.InstanceDir("vendor-cloud-config.txt"), cloudConfigText(vendorCfg), 0o600)
 	write(st.InstanceDir("datasource"), []byte(datasourceLine(opts.Seed)+"\n"), 0o644)
+	for _, f := range opts.Seed.Keep {
+		if err := opts.Root.MkdirAll(path.Dir(f.Path), fsMode(f.DirMode), target.KeepOwner); err != nil {
+			p.Errors = append(p.Errors, fmt.Sprintf("keep the datasource's %s: %v", f.Path, err))
+			continue
+		}
+		write(f.Path, f.Data, f.Mode)
+	}
 	if len(opts.Seed.NetworkConfig) > 0 {
 		write(st.InstanceDir("network-config"), opts.Seed.NetworkConfig, 0o600)
 	}

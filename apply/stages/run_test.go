@@ -296,6 +296,31 @@ func TestDatasourceConfigMergeOrder(t *testing.T) {
 	}
 }
 
+// TestKeptFilesWritten: a datasource's files for later boots land in the
+// target with their modes, the directory made as asked.
+func TestKeptFilesWritten(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := target.Open(dir)
+	_, err := Run(context.Background(), Options{
+		Root: root, Stages: []apply.Stage{apply.StageLocal}, Sys: &applytest.FakeSystem{},
+		Seed: &seed.Seed{Datasource: "Azure", InstanceID: "i-keep",
+			Keep: []seed.KeptFile{{Path: "/var/lib/waagent/ovf-env.xml", Data: []byte("<x/>"), Mode: 0o600, DirMode: 0o700}}},
+	})
+	root.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{"var/lib/waagent": 0o700, "var/lib/waagent/ovf-env.xml": 0o600} {
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+	}
+}
+
 // Debian's cloud.cfg spells modules with hyphens; they must run.
 func TestModuleListSpellings(t *testing.T) {
 	runsOK.Store(0)

@@ -142,6 +142,11 @@ func azureSeed(md map[string]any, ovf *ovfEnv, systemUUID string, applyNetwork b
 			s.LocalHostname = hostname
 		}
 		s.UserData, s.Config = userData, cfg
+		// Kept where the agent keeps it, for the boots after the disc is
+		// gone; never with the password.
+		if redacted, err := redactOvfPassword(ovf.source); err == nil {
+			s.Keep = []seed.KeptFile{{Path: azureAgentDir + "/" + azureOvfEnvFile, Data: redacted, Mode: 0o600, DirMode: 0o700}}
+		}
 	}
 	// cloud-init sets the default user's name from IMDS even over
 	// ovf-env.xml's (22.4 fails outright when there is no ovf-env.xml;

@@ -36,6 +36,8 @@ var errNotAzureOvf = errors.New("not Azure's ovf-env.xml")
 // ovfEnv is what Azure's ovf-env.xml says, read as cloud-init's OvfEnvXml
 // reads it. Absent values are nil, as Python's None.
 type ovfEnv struct {
+	// source is the file as read, for the copy kept in the target.
+	source                       []byte
 	username, password, hostname *string
 	customData                   []byte
 	disableSSHPasswordAuth       *bool
@@ -164,7 +166,7 @@ func parseOvfEnv(data []byte) (*ovfEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &ovfEnv{}
+	o := &ovfEnv{source: data}
 	custom, err := ovfText(set, "CustomData", false)
 	if err != nil {
 		return nil, err
@@ -307,6 +309,64 @@ func (o *ovfEnv) config(random io.Reader) (hostname string, userData []byte, cfg
 		cfg["PreprovisionedVMType"] = nil
 	}
 	return hostname, o.customData, cfg, nil
+}
+
+// redactOvfPassword sets the text of every UserPassword element to
+// REDACTED, as cloud-init does before it keeps ovf-env.xml (an empty one
+// too), and leaves every other byte as it was.
+func redactOvfPassword(data []byte) ([]byte, error) {
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	type edit struct {
+		start, end int64
+		with       string
+	}
+	var edits []edit
+	var open []bool // per element: is it a UserPassword
+	var tagStart, start int64
+	for {
+		before := dec.InputOffset()
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redact ovf-env.xml: %w", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			isPassword := strings.Contains(t.Name.Local, "UserPassword")
+			open = append(open, isPassword)
+			if isPassword {
+				tagStart, start = before, dec.InputOffset()
+			}
+		case xml.EndElement:
+			if !open[len(open)-1] {
+				open = open[:len(open)-1]
+				continue
+			}
+			open = open[:len(open)-1]
+			switch {
+			case before > start: // <P>text</P>
+				edits = append(edits, edit{start, before, azurePasswordRedacted})
+			case bytes.HasSuffix(data[tagStart:start], []byte("/>")): // <P/>
+				name := strings.FieldsFunc(string(data[tagStart+1:start-2]), func(r rune) bool {
+					return r == ' ' || r == '\t' || r == '\n' || r == '\r'
+				})[0]
+				edits = append(edits, edit{start - 2, start, ">" + azurePasswordRedacted + "</" + name + ">"})
+			default: // <P></P>
+				edits = append(edits, edit{start, start, azurePasswordRedacted})
+			}
+		}
+	}
+	var out bytes.Buffer
+	last := int64(0)
+	for _, e := range edits {
+		out.Write(data[last:e.start])
+		out.WriteString(e.with)
+		last = e.end
+	}
+	out.Write(data[last:])
+	return out.Bytes(), nil
 }
 
 // readOvfEnv looks for ovf-env.xml where cloud-init does and returns the

@@ -176,6 +176,10 @@ func TestAzureFetchWithOvf(t *testing.T) {
 	if s.Config["ssh_pwauth"] != true {
 		t.Errorf("ssh_pwauth = %v", s.Config["ssh_pwauth"])
 	}
+	if len(s.Keep) != 1 || s.Keep[0].Path != "/var/lib/waagent/ovf-env.xml" || s.Keep[0].Mode != 0o600 ||
+		!bytes.Contains(s.Keep[0].Data, []byte(">REDACTED<")) || bytes.Contains(s.Keep[0].Data, []byte("Corr3ct-Horse!")) {
+		t.Errorf("kept ovf-env.xml = %+v", s.Keep)
+	}
 	files, err := SeedFiles(s)
 	if err != nil {
 		t.Fatal(err)
@@ -274,6 +278,77 @@ func TestAzureOvfSearch(t *testing.T) {
 	}
 }
 
+// TestRedactOvfPasswordMatchesCloudInit keeps ovf-env.xml with cloud-init's
+// write_files and with ours: read back, both say the same, the password
+// is REDACTED in both, and ours changes no other byte.
+func TestRedactOvfPasswordMatchesCloudInit(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import cloudinit.sources.DataSourceAzure").Run(); err != nil {
+		t.Skip("cloud-init oracle unavailable: cannot import cloudinit.sources.DataSourceAzure (install Debian's cloud-init package)")
+	}
+	for _, name := range []string{"password.xml", "redacted.xml", "empty-values.xml", "keys-only-pps.xml"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "azure", "ovf", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			out, err := exec.Command(py, "-c", `import sys
+from cloudinit.sources import DataSourceAzure as dsaz
+dsaz.write_files(sys.argv[1], {"ovf-env.xml": open(sys.argv[2], "rb").read()}, dirmode=0o700)`, dir, filepath.Join("testdata", "azure", "ovf", name)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("cloud-init's write_files: %v\n%s", err, out)
+			}
+			theirs, err := os.ReadFile(filepath.Join(dir, "ovf-env.xml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, err := redactOvfPassword(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, errA := parseOvfEnv(theirs)
+			b, errB := parseOvfEnv(ours)
+			if errA != nil || errB != nil {
+				t.Fatalf("read back: cloud-init's %v, ours %v", errA, errB)
+			}
+			a.source, b.source = nil, nil
+			if diff := cmp.Diff(a, b, cmp.AllowUnexported(ovfEnv{})); diff != "" {
+				t.Errorf("kept ovf-env.xml read back (-cloud-init +seedinit):\n%s", diff)
+			}
+			if bytes.Contains(ours, []byte("Corr3ct-Horse!")) {
+				t.Error("the password is still in our copy")
+			}
+			if before, after, ok := bytes.Cut(data, []byte("<ns1:UserPassword>")); ok {
+				_, rest, _ := bytes.Cut(after, []byte("</ns1:UserPassword>"))
+				want := string(before) + "<ns1:UserPassword>REDACTED</ns1:UserPassword>" + string(rest)
+				if string(ours) != want {
+					t.Errorf("other bytes changed:\n%s", ours)
+				}
+			}
+		})
+	}
+}
+
+func TestRedactOvfPasswordForms(t *testing.T) {
+	const head = `<E xmlns:wa="http://schemas.microsoft.com/windowsazure">`
+	for in, want := range map[string]string{
+		head + `<wa:UserPassword>s3cret &amp; more</wa:UserPassword></E>`:        head + `<wa:UserPassword>REDACTED</wa:UserPassword></E>`,
+		head + `<wa:UserPassword><![CDATA[x]]><!-- c --></wa:UserPassword></E>`:  head + `<wa:UserPassword>REDACTED</wa:UserPassword></E>`,
+		head + `<wa:UserPassword></wa:UserPassword></E>`:                         head + `<wa:UserPassword>REDACTED</wa:UserPassword></E>`,
+		head + `<wa:UserPassword />` + "\n" + `<wa:UserName>u</wa:UserName></E>`: head + `<wa:UserPassword >REDACTED</wa:UserPassword>` + "\n" + `<wa:UserName>u</wa:UserName></E>`,
+		head + `<wa:UserName>u</wa:UserName></E>`:                                head + `<wa:UserName>u</wa:UserName></E>`,
+	} {
+		got, err := redactOvfPassword([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("redactOvfPassword(%s)\n got %s, %v\nwant %s", in, got, err, want)
+		}
+	}
+	if _, err := redactOvfPassword([]byte(head + `<wa:UserPassword>x`)); err == nil {
+		t.Error("a broken file was redacted")
+	}
+}
+
 func FuzzParseOvfEnv(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "azure", "ovf", "*.xml"))
 	for _, p := range files {
@@ -288,6 +363,18 @@ func FuzzParseOvfEnv(f *testing.F) {
 		}
 		if _, _, cfg, err := o.config(bytes.NewReader(make([]byte, 256))); err != nil || cfg == nil {
 			t.Errorf("config of a parsed ovf-env.xml: %v", err)
+		}
+		// What parses is kept redacted, and still parses.
+		redacted, err := redactOvfPassword(data)
+		if err != nil {
+			t.Fatalf("redact a parsed ovf-env.xml: %v", err)
+		}
+		r, err := parseOvfEnv(redacted)
+		if err != nil {
+			t.Fatalf("the redacted copy does not parse: %v", err)
+		}
+		if o.password != nil && *o.password != "" && (r.password == nil || *r.password != azurePasswordRedacted) {
+			t.Errorf("password %q kept as %v", *o.password, r.password)
 		}
 	})
 }
