@@ -54,6 +54,9 @@ type PID1 struct {
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	seedSaved   bool         // the final stage has a seed to run from
 	ownCertDir  string       // SSL_CERT_DIR as PID 1 set it, kept from the real init
+	// dhcpSiteOptions are the ephemeral lease's options 224-254, for the
+	// ready report (Azure's wireserver in 245).
+	dhcpSiteOptions map[uint8][]byte
 }
 
 // Main is PID 1: it never returns. Whatever fails, it ends in exec of the
@@ -292,6 +295,7 @@ func (p *PID1) reportReady(reporter ds.ReadyReporter, root *target.Root, sd *see
 	if err != nil {
 		p.Log.Warn("datasource configuration", "error", err.Error())
 	}
+	env.DHCPSiteOptions = p.dhcpSiteOptions
 	ctx, cancel := context.WithTimeout(context.Background(), readyBudget)
 	defer cancel()
 	return reporter.ReportReady(ctx, env, sd)

@@ -53,7 +53,8 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 		up, err := live.BringUp(dctx, nil, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
 		if up != nil && len(up.Leases) > 0 {
 			l := up.Leases[0]
-			env.Interface, env.DHCPServer = l.Interface, l.ServerID
+			env.Interface, env.DHCPServer, env.DHCPSiteOptions = l.Interface, l.ServerID, l.SiteOptions
+			p.dhcpSiteOptions = l.SiteOptions
 			p.Log.Info("ephemeral network up", "interface", l.Interface, "address", l.Address.String(), "server", l.ServerID.String())
 			haveNetwork = true
 			if len(up.ResolvConf) > 0 && p.Initramfs {

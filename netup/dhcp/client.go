@@ -40,7 +40,8 @@ func (o Options) withDefaults() Options {
 
 // requested are the options seedinit asks for, beyond nclient4's
 // defaults (subnet mask, router, DNS, domain name): those that carry the
-// metadata route, the MTU and the search list.
+// metadata route, the MTU and the search list, and 245, where Azure may
+// name its wireserver (servers send site options only when asked).
 var requested = []dhcpv4.OptionCode{
 	dhcpv4.OptionSubnetMask,
 	dhcpv4.OptionRouter,
@@ -51,6 +52,7 @@ var requested = []dhcpv4.OptionCode{
 	dhcpv4.OptionInterfaceMTU,
 	dhcpv4.OptionDNSDomainSearchList,
 	dhcpv4.OptionClasslessStaticRoute,
+	dhcpv4.GenericOptionCode(245),
 }
 
 // Acquire brings iface up and runs a DHCPv4 exchange on it, within ctx

@@ -6,6 +6,7 @@
 package dhcp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,6 +46,9 @@ type Lease struct {
 	Broadcast  netip.Addr
 	LeaseTime  time.Duration
 	Acquired   time.Time
+	// SiteOptions are the site-specific options (224 to 254) as sent:
+	// Azure names its wireserver in 245.
+	SiteOptions map[uint8][]byte
 
 	raw *nclient4.Lease
 }
@@ -123,6 +127,14 @@ func FromACK(iface string, ack *dhcpv4.DHCPv4) (*Lease, error) {
 		l.Broadcast = b
 	}
 	l.LeaseTime = ack.IPAddressLeaseTime(0)
+	for code, value := range ack.Options {
+		if code >= 224 && code <= 254 {
+			if l.SiteOptions == nil {
+				l.SiteOptions = map[uint8][]byte{}
+			}
+			l.SiteOptions[code] = bytes.Clone(value)
+		}
+	}
 	return l, errors.Join(errs...)
 }
 

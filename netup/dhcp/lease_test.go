@@ -73,6 +73,17 @@ func TestFromACK(t *testing.T) {
 			},
 		},
 		{
+			name: "site-specific options kept as sent (Azure's 245), others not",
+			ack: ack(t, dhcpv4.WithNetmask(net.CIDRMask(24, 32)),
+				dhcpv4.WithGeneric(dhcpv4.GenericOptionCode(245), []byte{168, 63, 129, 16}),
+				dhcpv4.WithGeneric(dhcpv4.GenericOptionCode(224), []byte("x")),
+				dhcpv4.WithGeneric(dhcpv4.GenericOptionCode(200), []byte("not site-specific"))),
+			want: &Lease{
+				Interface: "eth0", Address: netip.MustParsePrefix("192.0.2.50/24"),
+				SiteOptions: map[uint8][]byte{245: {168, 63, 129, 16}, 224: []byte("x")},
+			},
+		},
+		{
 			name:    "no mask falls back to the address class; bad MTU reported",
 			ack:     ack(t, dhcpv4.WithGeneric(dhcpv4.OptionInterfaceMTU, []byte{0, 10})),
 			want:    &Lease{Interface: "eth0", Address: netip.MustParsePrefix("192.0.2.50/24")},

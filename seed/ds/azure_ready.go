@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/seedinit/seedinit/seed"
@@ -14,6 +15,10 @@ import (
 // AzureWireserverURL is Azure's fabric endpoint (the "wireserver"),
 // which is the same address in every Azure region.
 const AzureWireserverURL = "http://168.63.129.16"
+
+// azureWireserverOption is the DHCP option in which Azure may name another
+// wireserver address.
+const azureWireserverOption = 245
 
 // The protocol version and agent name cloud-init 22.4 (like WALinuxAgent)
 // sends on every wireserver request.
@@ -40,6 +45,19 @@ func ReadyReporterFor(s *seed.Seed) (ReadyReporter, bool) {
 	return r, ok
 }
 
+// wireserverBase is the wireserver's URL: cloud-init's order is DHCP
+// option 245 when the lease has it, else the fixed address; the
+// wireserver_url setting is seedinit's, for tests and odd networks.
+func wireserverBase(env *Env, settings map[string]any) string {
+	if url := settingString(settings, "wireserver_url"); url != "" {
+		return strings.TrimRight(url, "/")
+	}
+	if ip := env.DHCPSiteOptions[azureWireserverOption]; len(ip) == 4 {
+		return "http://" + netip.AddrFrom4([4]byte(ip)).String()
+	}
+	return AzureWireserverURL
+}
+
 // ReportReady reads the goal state from the wireserver and posts a health
 // report of state Ready for its incarnation, container and role instance,
 // as cloud-init's GoalStateHealthReporter does in 22.4. cloud-init sends
@@ -47,13 +65,10 @@ func ReadyReporterFor(s *seed.Seed) (ReadyReporter, bool) {
 // once the stages PID 1 runs have finished, so that "ready" means the
 // users, keys and files are there.
 //
-// Settings (datasource: {Azure: {...}}): wireserver_url (seedinit's; the
-// address is fixed on Azure), timeout, retries.
+// Settings (datasource: {Azure: {...}}): wireserver_url (seedinit's, over
+// DHCP option 245 and the fixed address), timeout, retries.
 func (d azureDatasource) ReportReady(ctx context.Context, env *Env, s *seed.Seed) error {
-	base := AzureWireserverURL
-	if url := settingString(env.Settings(d.Name()), "wireserver_url"); url != "" {
-		base = strings.TrimRight(url, "/")
-	}
+	base := wireserverBase(env, env.Settings(d.Name()))
 	client := newMetadataClient(env, d.Name())
 	client.header.Set("x-ms-agent-name", azureAgentName)
 	client.header.Set("x-ms-version", azureWireserverVersion)

@@ -144,6 +144,23 @@ func TestAzureReportReady(t *testing.T) {
 
 // TestReadyReporterFor checks that only clouds that want a report get
 // one.
+func TestWireserverBase(t *testing.T) {
+	for _, tt := range []struct {
+		options  map[uint8][]byte
+		settings map[string]any
+		want     string
+	}{
+		{nil, nil, "http://168.63.129.16"},
+		{map[uint8][]byte{245: {10, 77, 0, 245}}, nil, "http://10.77.0.245"},
+		{map[uint8][]byte{245: {10, 77, 0}}, nil, "http://168.63.129.16"}, // malformed: ignored
+		{map[uint8][]byte{245: {10, 77, 0, 245}}, map[string]any{"wireserver_url": "http://127.0.0.1:8080/"}, "http://127.0.0.1:8080"},
+	} {
+		if got := wireserverBase(&Env{DHCPSiteOptions: tt.options}, tt.settings); got != tt.want {
+			t.Errorf("wireserverBase(%v, %v) = %q, want %q", tt.options, tt.settings, got, tt.want)
+		}
+	}
+}
+
 func TestReadyReporterFor(t *testing.T) {
 	for name, want := range map[string]bool{"Azure": true, "azure": true, "NoCloud": false, "Ec2": false, "OpenStack": false, "no-such-source": false} {
 		if _, got := ReadyReporterFor(&seed.Seed{Datasource: name}); got != want {

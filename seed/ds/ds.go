@@ -99,6 +99,9 @@ type Env struct {
 	// DHCPServer is the address of the server that gave the lease
 	// (CloudStack's metadata host); the zero Addr when unknown.
 	DHCPServer netip.Addr
+	// DHCPSiteOptions are that lease's site-specific options (224 to
+	// 254): Azure's 245 is its wireserver's address.
+	DHCPSiteOptions map[uint8][]byte
 	// HypervisorUUID is /sys/hypervisor/uuid: Xen guests on EC2 say "ec2..."
 	// there rather than in DMI.
 	HypervisorUUID string
