@@ -152,6 +152,12 @@ func pyTruth(s *string) bool {
 func parseOvfEnv(data []byte) (*ovfEnv, error) {
 	root, err := parseXMLTree(data)
 	if err != nil {
+		// Only the line: a syntax error can quote the file, password
+		// included.
+		var syntax *xml.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, fmt.Errorf("invalid ovf-env.xml: XML syntax error on line %d", syntax.Line)
+		}
 		return nil, fmt.Errorf("invalid ovf-env.xml: %w", err)
 	}
 	// ElementTree's find() result is false when it has no children.
@@ -330,7 +336,7 @@ func redactOvfPassword(data []byte) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("redact ovf-env.xml: %w", err)
+			return nil, errors.New("redact ovf-env.xml: not well-formed XML")
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:

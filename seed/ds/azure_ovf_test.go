@@ -347,6 +347,13 @@ func TestRedactOvfPasswordForms(t *testing.T) {
 	if _, err := redactOvfPassword([]byte(head + `<wa:UserPassword>x`)); err == nil {
 		t.Error("a broken file was redacted")
 	}
+	// Errors never quote the file: the password could be in the quote.
+	bad := head + `<wa:ProvisioningSection><wa:UserPassword>pw&secret;</wa:UserPassword></wa:ProvisioningSection></E>`
+	for _, err := range []error{func() error { _, err := parseOvfEnv([]byte(bad)); return err }(), func() error { _, err := redactOvfPassword([]byte(bad)); return err }()} {
+		if err == nil || strings.Contains(err.Error(), "secret") {
+			t.Errorf("error %v quotes the password (or is missing)", err)
+		}
+	}
 }
 
 func FuzzParseOvfEnv(f *testing.F) {
