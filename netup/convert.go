@@ -30,6 +30,8 @@ const (
 	KindVultr = "vultr"
 	// KindAzureIMDS: the "network" object of Azure's IMDS document.
 	KindAzureIMDS = "azure-imds"
+	// KindOracleVNICs: Oracle Cloud's VNIC list (/opc/v2/vnics/).
+	KindOracleVNICs = "oracle-vnics"
 )
 
 // Output kinds, as `cloud-init devel net-convert --output-kind` names
@@ -52,7 +54,7 @@ func KindForFormat(format string) (string, bool) {
 		return KindNetworkDataJSON, true
 	case "v1", "v2", "yaml", "":
 		return KindYAML, true
-	case KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS:
+	case KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS, KindOracleVNICs:
 		return strings.ToLower(format), true
 	}
 	return "", false
@@ -60,7 +62,7 @@ func KindForFormat(format string) (string, bool) {
 
 // InputKinds and OutputKinds list the accepted kinds, for flag help.
 var (
-	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON, KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS}
+	InputKinds  = []string{KindENI, KindYAML, KindNetworkDataJSON, KindEC2, KindDigitalOcean, KindVultr, KindAzureIMDS, KindOracleVNICs}
 	OutputKinds = []string{OutputENI, OutputNetplan, OutputNetworkd, OutputSysconfig, OutputJSON}
 )
 
@@ -115,6 +117,8 @@ func Parse(input []byte, kind string, macs []MAC) (*model.Network, error) {
 		return parse.Vultr(input, opts)
 	case KindAzureIMDS:
 		return parse.AzureIMDS(input, opts)
+	case KindOracleVNICs:
+		return parse.OracleVNICs(input, opts)
 	}
 	return nil, fmt.Errorf("parse network config: unknown input kind %q (want %s)", kind, strings.Join(InputKinds, ", "))
 }

@@ -582,7 +582,7 @@ func TestNetworkdNetdevsMatchNetplan(t *testing.T) {
 func TestKindForFormat(t *testing.T) {
 	for format, want := range map[string]string{
 		"": KindYAML, "v1": KindYAML, "V2": KindYAML, "eni": KindENI, "network_data.json": KindNetworkDataJSON, "openstack": KindNetworkDataJSON,
-		"ec2": KindEC2, "digitalocean": KindDigitalOcean, "vultr": KindVultr, "azure-imds": KindAzureIMDS, "oracle-vnics": "", "xml": "",
+		"ec2": KindEC2, "digitalocean": KindDigitalOcean, "vultr": KindVultr, "azure-imds": KindAzureIMDS, "oracle-vnics": KindOracleVNICs, "xml": "",
 	} {
 		got, ok := KindForFormat(format)
 		if got != want || ok != (want != "") {

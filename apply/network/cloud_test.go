@@ -60,6 +60,8 @@ func TestCloudNetworkMetadata(t *testing.T) {
 		"ens4": {"04:01:58:27:7f:02", "virtio_net"},
 	}
 	macs := []netup.MAC{{Name: "ens3", Address: "04:01:58:27:7f:01", Driver: "virtio_net"}, {Name: "ens4", Address: "04:01:58:27:7f:02", Driver: "virtio_net"}}
+	oracleVNICs := `[{"macAddr": "04:01:58:27:7F:01", "privateIp": "10.0.0.2", "subnetCidrBlock": "10.0.0.0/24"},
+  {"macAddr": "04:01:58:27:7f:02", "privateIp": "10.0.4.5", "subnetCidrBlock": "10.0.4.0/24"}]`
 	vultr := `{"interfaces": [{"mac": "04:01:58:27:7f:01", "ipv4": {"address": "192.0.2.5", "netmask": "255.255.255.0", "additional": []}, "ipv6": {"additional": []}}]}`
 	fallback := fallbackConfig([]link.NIC{{Name: "ens3", MAC: "04:01:58:27:7f:01", Carrier: true, Type: 1}, {Name: "ens4", MAC: "04:01:58:27:7f:02", Carrier: true, Type: 1}})
 
@@ -82,8 +84,9 @@ func TestCloudNetworkMetadata(t *testing.T) {
 			wantLine: "    address 10.0.0.5/24"},
 		{name: "azure offline", format: "azure-imds", input: azureNetwork, wantFrom: azureNetwork, wantKind: netup.KindAzureIMDS,
 			wantLine: "iface eth0 inet dhcp"},
-		{name: "oracle", format: "oracle-vnics", input: `{"vnics": []}`, wantFrom: string(fallback), wantKind: netup.KindYAML, live: true,
-			wantLine: "iface ens3 inet dhcp"},
+		{name: "oracle", format: "oracle-vnics", input: oracleVNICs, wantFrom: oracleVNICs, wantKind: netup.KindOracleVNICs, live: true,
+			wantLine: "    address 10.0.4.5/24"},
+		{name: "oracle offline", format: "oracle-vnics", input: oracleVNICs, wantSkip: true},
 		{name: "vultr cloud_interfaces", format: "vultr-cloud-interfaces", input: `{"cloud_interfaces": [{"mac": "04:01:58:27:7f:01"}]}`,
 			wantFrom: string(fallback), wantKind: netup.KindYAML, live: true, wantLine: "iface ens3 inet dhcp", wantWarn: "using the fallback"},
 		{name: "digitalocean offline", format: "digitalocean", input: digitalOceanNetwork, wantSkip: true},

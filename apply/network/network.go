@@ -139,7 +139,7 @@ func run(ctx context.Context, env *apply.Env) error {
 }
 
 // byMAC lists the input kinds that name NICs by MAC only.
-var byMAC = map[string]bool{netup.KindEC2: true, netup.KindDigitalOcean: true, netup.KindVultr: true}
+var byMAC = map[string]bool{netup.KindEC2: true, netup.KindDigitalOcean: true, netup.KindVultr: true, netup.KindOracleVNICs: true}
 
 // disabled reports a "network" value of {config: disabled}.
 func disabled(network any) bool {
@@ -157,13 +157,6 @@ func datasourceConfig(env *apply.Env) (raw []byte, kind string) {
 		return nil, ""
 	}
 	raw = env.Seed.NetworkConfig
-	if strings.ToLower(env.Seed.NetworkFormat) == "oracle-vnics" {
-		// cloud-init 22.4 configures Oracle's primary VNIC from the
-		// initramfs (DHCP, which the fallback does) and its secondary
-		// VNICs only on request (configure_secondary_nics, off by default).
-		env.Log.Info("Oracle's VNIC metadata is not converted; using the fallback (DHCP on one NIC), as cloud-init does by default")
-		return nil, ""
-	}
 	kind, ok := netup.KindForFormat(env.Seed.NetworkFormat)
 	if !ok {
 		env.Warn("network config of format %q from the datasource is not converted by seedinit yet; using the fallback (DHCP on one NIC)", env.Seed.NetworkFormat)

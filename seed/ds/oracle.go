@@ -21,7 +21,8 @@ func init() { Register(oracleDatasource{}) }
 
 // oracleDatasource is cloud-init's DataSourceOracle: opc/v2/instance/ with
 // "Authorization: Bearer Oracle", falling back to opc/v1 without it; the
-// VNIC list (opc/vN/vnics/) is kept raw for netup when it answers.
+// VNIC list (opc/vN/vnics/) is kept raw when it answers, and netup
+// configures every VNIC from it (netup/parse.OracleVNICs).
 //
 // Settings (datasource: {Oracle: {...}}): metadata_url (seedinit's: the
 // opc/ root), timeout, retries.
@@ -63,7 +64,9 @@ func (d oracleDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, erro
 	}
 	body, err := client.get(ctx, joinURL(root, version+"/vnics/"), header)
 	if err != nil {
-		// cloud-init logs it and configures the primary NIC with DHCP.
+		// cloud-init logs it and is left with an empty network config;
+		// without one, seedinit's network module falls back to DHCP on
+		// one NIC.
 		client.log.Warn("read Oracle VNICs", "err", err)
 	} else if vnics, jerr := decodeJSONList(body); jerr == nil {
 		s.NetworkConfig, _ = rawNetwork(vnics)
