@@ -19,6 +19,7 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
+	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 )
@@ -57,6 +58,9 @@ type PID1 struct {
 	// dhcpSiteOptions are the ephemeral lease's options 224-254, for the
 	// ready report (Azure's wireserver in 245).
 	dhcpSiteOptions map[uint8][]byte
+	// ephemeral are the datasource search's DHCP leases, until the
+	// instance's network config replaces them.
+	ephemeral []*dhcp.Lease
 }
 
 // Main is PID 1: it never returns. Whatever fails, it ends in exec of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,6 +53,7 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 		}
 		up, err := live.BringUp(dctx, nil, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
 		if up != nil && len(up.Leases) > 0 {
+			p.ephemeral = up.Leases
 			l := up.Leases[0]
 			env.Interface, env.DHCPServer, env.DHCPSiteOptions = l.Interface, l.ServerID, l.SiteOptions
 			p.dhcpSiteOptions = l.SiteOptions
@@ -132,8 +134,37 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 		for _, r := range res.Renamed {
 			p.Log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
 		}
+		if err == nil {
+			p.dropEphemeral(res)
+		}
 	}
 	return errors.Join(perr, err)
+}
+
+// dropEphemeral takes the search's DHCP leases off the NICs that the
+// instance's config, now applied, does not run DHCP on: their address and
+// routes are not the instance's, as cloud-init tears its ephemeral
+// network down. Only after a config applied without error, so that a NIC
+// is never left with neither.
+func (p *PID1) dropEphemeral(res *live.Result) {
+	renamed := map[string]string{}
+	for _, r := range res.Renamed {
+		renamed[r.From] = r.To
+	}
+	for _, l := range p.ephemeral {
+		if to, ok := renamed[l.Interface]; ok {
+			l.Interface = to
+		}
+		if slices.Contains(res.DHCP, l.Interface) {
+			continue
+		}
+		if err := l.Remove(); err != nil {
+			p.Log.Warn("take the ephemeral lease off", "interface", l.Interface, "error", err.Error())
+			continue
+		}
+		p.Log.Info("ephemeral lease taken off: the config does not run DHCP here", "interface", l.Interface, "address", l.Address.String())
+	}
+	p.ephemeral = nil
 }
 
 // SaveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for

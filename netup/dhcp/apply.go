@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -46,7 +47,8 @@ func (l *Lease) Apply() error {
 }
 
 // Remove takes the lease's routes and address off the interface again,
-// for an ephemeral lease used only to reach a metadata service.
+// for an ephemeral lease used only to reach a metadata service; the
+// interface's other addresses stay.
 func (l *Lease) Remove() error {
 	link, err := netlink.LinkByName(l.Interface)
 	if err != nil {
@@ -58,6 +60,14 @@ func (l *Lease) Remove() error {
 		if err := netlink.RouteDel(routes[i].netlinkRoute(link.Attrs().Index)); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("remove dhcp lease on %s: delete route %s: %w", l.Interface, routes[i], err))
 		}
+	}
+	// Deleting a subnet's primary address deletes its secondaries too
+	// (a static address the instance's config added beside the lease),
+	// unless the kernel promotes them, as most distributions set it to.
+	promote := "/proc/sys/net/ipv4/conf/" + l.Interface + "/promote_secondaries"
+	if err := os.WriteFile(promote, []byte("1\n"), 0o644); err != nil {
+		errs = append(errs, fmt.Errorf("remove dhcp lease on %s: keep the other addresses: %w", l.Interface, err))
+		return errors.Join(errs...)
 	}
 	if err := netlink.AddrDel(link, &netlink.Addr{IPNet: prefixToIPNet(l.Address)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 		errs = append(errs, fmt.Errorf("remove dhcp lease on %s: delete address %s: %w", l.Interface, l.Address, err))

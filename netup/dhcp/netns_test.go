@@ -102,11 +102,21 @@ func TestAcquireInProcessServer(t *testing.T) {
 	if link, _ := netlink.LinkByName("eth0"); link.Attrs().MTU != 1400 {
 		t.Errorf("MTU = %d, want 1400", link.Attrs().MTU)
 	}
+	// A static address the instance's config puts beside the lease, in
+	// the same subnet: the kernel deletes it with the lease's (the
+	// subnet's primary) unless Remove has it promoted.
+	link, err := netlink.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(192, 0, 2, 77), Mask: net.CIDRMask(24, 32)}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := lease.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if got := nstest.Addrs(t, "eth0", netlink.FAMILY_V4); len(got) != 0 {
-		t.Errorf("addresses after Remove = %v", got)
+	if diff := cmp.Diff([]string{"192.0.2.77/24"}, nstest.Addrs(t, "eth0", netlink.FAMILY_V4)); diff != "" {
+		t.Errorf("addresses after Remove (-want +got):\n%s", diff)
 	}
 }
 

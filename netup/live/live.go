@@ -53,7 +53,9 @@ func (o Options) withDefaults() Options {
 // Result is what Apply or BringUp did.
 type Result struct {
 	Renamed []link.Renamed
-	Leases  []*dhcp.Lease
+	// DHCP names the interfaces the config runs DHCPv4 on, leased or not.
+	DHCP   []string
+	Leases []*dhcp.Lease
 	// Leases6 are the DHCPv6 replies, stateful (with an address) and
 	// stateless (DNS only).
 	Leases6 []*dhcp.Lease6
@@ -117,6 +119,7 @@ func Apply(ctx context.Context, n *model.Network, opts Options) (*Result, error)
 		defer v6Done.Done()
 		v6 = runIPv6(ctx, plans, opts)
 	}()
+	res.DHCP = dhcpIfaces
 	leases, dhcpErrs := acquireAll(ctx, dhcpIfaces, opts.DHCP)
 	errs = append(errs, dhcpErrs...)
 	for _, l := range leases {
