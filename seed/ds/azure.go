@@ -142,6 +142,17 @@ func azureSeed(md map[string]any, ovf *ovfEnv, systemUUID string, applyNetwork b
 			s.LocalHostname = hostname
 		}
 		s.UserData, s.Config = userData, cfg
+		// cloud-init takes keys from IMDS, else from the wireserver's
+		// certificates for ovf-env.xml's fingerprints. seedinit has no
+		// certificate fetch; ovf-env.xml's own key values serve instead,
+		// so that the admin can log in when IMDS is down.
+		if len(s.PublicKeys) == 0 {
+			for _, k := range ovf.publicKeys {
+				if v, _ := k["value"].(string); strings.TrimSpace(v) != "" {
+					s.PublicKeys = append(s.PublicKeys, strings.TrimSpace(v))
+				}
+			}
+		}
 		// Kept where the agent keeps it, for the boots after the disc is
 		// gone; never with the password.
 		if redacted, err := redactOvfPassword(ovf.source); err == nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,7 @@ func TestAzureOvfSearch(t *testing.T) {
 		devices   FileDevices
 		wantWhere string
 		wantHost  string
+		wantKeys  []string
 		wantErr   bool
 	}{
 		{name: "seed directory before the disc",
@@ -244,7 +246,8 @@ func TestAzureOvfSearch(t *testing.T) {
 			devices: FileDevices{
 				"/dev/sr0": isoWith("ovf-env.xml", read("not-azure-no-provisioning.xml")),
 				"/dev/sr1": isoWith("ovf-env.xml", read("keys-only-pps.xml"))},
-			wantWhere: "config-disk (/dev/sr1)", wantHost: "keys-only"},
+			wantWhere: "config-disk (/dev/sr1)", wantHost: "keys-only",
+			wantKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINvHhcInOuZ6EB75uX1jPHGhVObcp7rwgvcTwQUlONo2 admin@laptop"}},
 		{name: "the agent's copy after the CD is gone",
 			root:      map[string][]byte{azureAgentDir + "/ovf-env.xml": read("redacted.xml")},
 			devices:   FileDevices{"/dev/sr0": isoWith("other.txt", []byte("x"))},
@@ -273,6 +276,9 @@ func TestAzureOvfSearch(t *testing.T) {
 			}
 			if s.Subplatform != tt.wantWhere || s.LocalHostname != tt.wantHost {
 				t.Errorf("from %q host %q, want %q host %q", s.Subplatform, s.LocalHostname, tt.wantWhere, tt.wantHost)
+			}
+			if !slices.Equal(s.PublicKeys, tt.wantKeys) {
+				t.Errorf("keys %q, want ovf-env.xml's values %q (IMDS is down here)", s.PublicKeys, tt.wantKeys)
 			}
 		})
 	}
