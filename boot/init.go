@@ -55,11 +55,8 @@ type PID1 struct {
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	seedSaved   bool         // the final stage has a seed to run from
 	ownCertDir  string       // SSL_CERT_DIR as PID 1 set it, kept from the real init
-	// dhcpSiteOptions are the ephemeral lease's options 224-254, for the
-	// ready report (Azure's wireserver in 245).
-	dhcpSiteOptions map[uint8][]byte
-	// ephemeral are the datasource search's DHCP leases, until the
-	// instance's network config replaces them.
+	// ephemeral are the datasource search's DHCP leases; the first one's
+	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
 }
 
@@ -299,7 +296,9 @@ func (p *PID1) reportReady(reporter ds.ReadyReporter, root *target.Root, sd *see
 	if err != nil {
 		p.Log.Warn("datasource configuration", "error", err.Error())
 	}
-	env.DHCPSiteOptions = p.dhcpSiteOptions
+	if len(p.ephemeral) > 0 {
+		env.DHCPSiteOptions = p.ephemeral[0].SiteOptions
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyBudget)
 	defer cancel()
 	return reporter.ReportReady(ctx, env, sd)

@@ -56,7 +56,6 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 			p.ephemeral = up.Leases
 			l := up.Leases[0]
 			env.Interface, env.DHCPServer, env.DHCPSiteOptions = l.Interface, l.ServerID, l.SiteOptions
-			p.dhcpSiteOptions = l.SiteOptions
 			p.Log.Info("ephemeral network up", "interface", l.Interface, "address", l.Address.String(), "server", l.ServerID.String())
 			haveNetwork = true
 			if len(up.ResolvConf) > 0 && p.Initramfs {
@@ -164,7 +163,6 @@ func (p *PID1) dropEphemeral(res *live.Result) {
 		}
 		p.Log.Info("ephemeral lease taken off: the config does not run DHCP here", "interface", l.Interface, "address", l.Address.String())
 	}
-	p.ephemeral = nil
 }
 
 // SaveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for

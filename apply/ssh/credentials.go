@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/seed/yaml11"
+	"github.com/seedinit/seedinit/apply/users"
 )
 
 // DisableRootOptions is cloud-init's default disable_root_opts: root's keys
@@ -99,111 +99,8 @@ func applyCredentials(env *apply.Env) error {
 	return errors.Join(errs...)
 }
 
-// DefaultUser names the default user as cloud-init's ug_util works it out
-// (normalize_users_groups, then extract_default): there is one only when
-// `users` lists "default", is absent (the users module's addition), or
-// `user` is set, which adds it; its name comes from `user` or else
-// system_info.default_user. "" means none.
+// DefaultUser names the default user the users module creates (see
+// users.DefaultUserName); "" means none.
 func DefaultUser(cfg apply.Config) (string, error) {
-	oldUser := map[string]any{}
-	if v, ok := cfg["user"]; ok && yaml11.Truthy(v) {
-		switch u := v.(type) {
-		case string:
-			oldUser = map[string]any{"name": u}
-		case map[string]any:
-			oldUser = u
-		case apply.Config:
-			oldUser = u
-		}
-	}
-	var distroUser map[string]any
-	if sys, _, err := cfg.Map("system_info"); err == nil && sys != nil {
-		if du, _, err := sys.Map("default_user"); err == nil {
-			distroUser = du
-		}
-	}
-	// As the users module has it: no `users` at all means the stock
-	// cloud.cfg's [default], so the user it creates gets the keys.
-	usersValue, usersGiven := cfg["users"]
-	hasDefault := len(oldUser) > 0 || usersListDefault(usersValue) || (!usersGiven && len(distroUser) > 0)
-	if !hasDefault || (len(oldUser) == 0 && len(distroUser) == 0) {
-		return "", nil
-	}
-	nameValue, ok := oldUser["name"]
-	if !ok {
-		nameValue, ok = distroUser["name"]
-	}
-	if !ok {
-		return "", errors.New("the default user has no name (system_info.default_user.name)")
-	}
-	if nameValue == nil {
-		return "", nil
-	}
-	name, err := apply.AsString(nameValue)
-	if err != nil {
-		return "", fmt.Errorf("default user name: %w", err)
-	}
-	return name, nil
-}
-
-// usersListDefault reports whether a `users` value names the "default"
-// entry, in any of the shapes cloud-init accepts: a list of names,
-// comma-separated strings, sub-lists or mappings (a mapping without a name
-// is the default user's), a comma-separated string, or a mapping of
-// name → true or → settings.
-func usersListDefault(v any) bool {
-	switch users := v.(type) {
-	case string:
-		return commaListHas(users, "default")
-	case map[string]any:
-		return mappingHasDefault(users)
-	case apply.Config:
-		return mappingHasDefault(users)
-	case []any:
-		for _, entry := range users {
-			switch e := entry.(type) {
-			case string:
-				if commaListHas(e, "default") {
-					return true
-				}
-			case []any:
-				for _, name := range e {
-					if s, ok := name.(string); ok && s == "default" {
-						return true
-					}
-				}
-			case map[string]any:
-				if n, ok := e["name"]; !ok || n == "default" {
-					return true
-				}
-			case apply.Config:
-				if n, ok := e["name"]; !ok || n == "default" {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-func mappingHasDefault(users map[string]any) bool {
-	v, ok := users["default"]
-	if !ok {
-		return false
-	}
-	switch v.(type) {
-	case map[string]any, apply.Config:
-		return true
-	}
-	b, err := apply.AsBool(v)
-	return err == nil && b
-}
-
-func commaListHas(list, want string) bool {
-	for _, item := range strings.Split(list, ",") {
-		if strings.TrimSpace(item) == want {
-			return true
-		}
-	}
-	return false
+	return users.DefaultUserName(cfg)
 }

@@ -133,6 +133,7 @@ func TestCredentialsMatchCloudInit(t *testing.T) {
 		"custom options":           distro + "users: [default]\ndisable_root_opts: 'no-pty,command=\"echo $USER $DISABLE_USER $USER\"'\n",
 		"no distro user":           "users: [default]\n",
 		"nameless distro user":     "system_info: {default_user: {gecos: x}}\nusers: [default]\n",
+		"null distro user name":    "system_info: {default_user: {name: null}}\nusers: [default]\n",
 	}
 	publicKeys := []string{keyA}
 	names := make([]string, 0, len(configs))

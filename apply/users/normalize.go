@@ -131,6 +131,35 @@ func defaultUserConfig(cfg apply.Config) (map[string]any, error) {
 	return du, nil
 }
 
+// errDefaultUserName: the default user is asked for and has no name.
+var errDefaultUserName = errors.New("system_info: default_user: name: want a user name")
+
+// DefaultUserName is the name of the default user that the users module
+// creates from cfg, as cloud-init's ug_util works it out
+// (normalize_users_groups, then extract_default); "" when there is none.
+// The error concerns the default user only: other users' problems are the
+// users module's to report.
+func DefaultUserName(cfg apply.Config) (string, error) {
+	users, _, errs := normalizeUsersGroups(cfg, func(string, ...any) {})
+	for _, u := range users {
+		if u.Default {
+			return u.Name, nil
+		}
+	}
+	for _, err := range errs {
+		if errors.Is(err, errDefaultUserName) {
+			// cloud-init reads an explicit null name as no default user.
+			if du, _ := defaultUserConfig(cfg); du != nil {
+				if name, ok := du["name"]; ok && name == nil {
+					return "", nil
+				}
+			}
+			return "", err
+		}
+	}
+	return "", nil
+}
+
 // normalizeUsersGroups does what cloud-init's ug_util.normalize_users_groups
 // does, in the same order, collecting errors per item instead of stopping.
 // One addition: when `users` is absent and system_info.default_user is
@@ -387,7 +416,7 @@ func normalizeUsers(base any, givenItems int, defaultUser map[string]any, warn f
 			du := copyMap(defaultUser)
 			name, err := apply.AsString(du["name"])
 			if err != nil || name == "" {
-				errs = append(errs, fmt.Errorf("system_info: default_user: name: want a user name"))
+				errs = append(errs, errDefaultUserName)
 			} else {
 				defaultName = name
 				defGroups := du["groups"]

@@ -87,7 +87,7 @@ func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error
 	}
 	s, err := azureSeed(md, ovf, env.DMIField("product_uuid"), settingBool(env.Settings(d.Name()), "apply_network_config", true), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("read Azure IMDS from %s: %w", Redact(url), err)
+		return nil, fmt.Errorf("read Azure metadata (IMDS %s): %w", Redact(url), err)
 	}
 	s.Subplatform = fmt.Sprintf("imds (%s)", Redact(base))
 	if ovf != nil {
