@@ -16,6 +16,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/boot/safego"
 )
 
 const sshDir = "/etc/ssh"
@@ -221,14 +222,14 @@ func generateHostKeys(ctx context.Context, env *apply.Env, keyTypes []string, co
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		wg.Add(1)
-		go func() {
+		safego.Go("generate the "+j.keyType+" host key", func() {
 			defer wg.Done()
 			if err := ctx.Err(); err != nil {
 				j.err = err
 				return
 			}
 			j.key, j.err = GenerateHostKey(j.keyType, comment, random)
-		}()
+		}, func(err error) { j.key, j.err = nil, err })
 	}
 	wg.Wait()
 

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/boot/safego"
 )
 
 // Kernel is the seam to the running kernel: tests record instead.
@@ -171,7 +173,7 @@ func (l *Loader) Coldplug(sysDevices string) (loaded []string, errs []error) {
 	for _, m := range want {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
+		safego.Go("load module "+m, func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			err := l.loadWithDeps(m)
@@ -182,7 +184,11 @@ func (l *Loader) Coldplug(sysDevices string) (loaded []string, errs []error) {
 				return
 			}
 			loaded = append(loaded, m)
-		}()
+		}, func(err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
 	}
 	wg.Wait()
 	sort.Strings(loaded)

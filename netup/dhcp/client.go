@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
 	"sync"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
+
+	"github.com/seedinit/seedinit/boot/safego"
 )
 
 // Options bound a DHCP exchange.
@@ -106,13 +107,13 @@ func AcquireAny(ctx context.Context, ifaces []string, opts Options) (*Lease, err
 	var wg sync.WaitGroup
 	for _, name := range ifaces {
 		wg.Add(1)
-		go func() {
+		safego.Go("dhcp on "+name, func() {
 			defer wg.Done()
 			l, err := Acquire(ctx, name, opts)
 			results <- result{l, err}
-		}()
+		}, func(err error) { results <- result{nil, err} })
 	}
-	go func() { wg.Wait(); close(results) }()
+	safego.Go("dhcp: wait for the clients", func() { wg.Wait(); close(results) }, nil)
 	var errs []error
 	var first *Lease
 	for r := range results {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 )
@@ -100,7 +101,7 @@ func runIPv6(ctx context.Context, plans []ipv6Plan, opts Options) ipv6Outcome {
 	var wg sync.WaitGroup
 	for _, plan := range plans {
 		wg.Add(1)
-		go func() {
+		safego.Go("ipv6 on "+plan.iface, func() {
 			defer wg.Done()
 			if plan.slaac {
 				addrs, err := dhcp.WaitSLAAC(ctx, plan.iface, opts.SLAACTimeout)
@@ -122,7 +123,7 @@ func runIPv6(ctx context.Context, plans []ipv6Plan, opts Options) ipv6Outcome {
 				}
 				record(lease, nil, plan.iface, err)
 			}
-		}()
+		}, func(err error) { record(nil, nil, plan.iface, err) })
 	}
 	wg.Wait()
 	if len(out.slaac) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/model"
@@ -115,10 +116,10 @@ func Apply(ctx context.Context, n *model.Network, opts Options) (*Result, error)
 	var v6 ipv6Outcome
 	var v6Done sync.WaitGroup
 	v6Done.Add(1)
-	go func() {
+	safego.Go("ipv6", func() {
 		defer v6Done.Done()
 		v6 = runIPv6(ctx, plans, opts)
-	}()
+	}, func(err error) { v6.errs = append(v6.errs, err) })
 	res.DHCP = dhcpIfaces
 	leases, dhcpErrs := acquireAll(ctx, dhcpIfaces, opts.DHCP)
 	errs = append(errs, dhcpErrs...)
@@ -143,10 +144,10 @@ func acquireAll(ctx context.Context, ifaces []string, opts dhcp.Options) ([]*dhc
 	var wg sync.WaitGroup
 	for i, name := range ifaces {
 		wg.Add(1)
-		go func() {
+		safego.Go("dhcp on "+name, func() {
 			defer wg.Done()
 			leases[i], errs[i] = dhcp.Acquire(ctx, name, opts)
-		}()
+		}, func(err error) { errs[i] = err })
 	}
 	wg.Wait()
 	var got []*dhcp.Lease

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -131,7 +132,12 @@ func DetectStage(ctx context.Context, env *Env, budget time.Duration, stage Stag
 	// Probes are local and cheap; they run one after another.
 	for _, c := range cands {
 		t := time.Now()
-		ev, err := c.ds.Probe(searchCtx, env)
+		var ev Evidence
+		var err error
+		// A probe that panics is a probe that failed: the others go on.
+		if perr := safego.Run("probe "+c.ds.Name(), func() { ev, err = c.ds.Probe(searchCtx, env) }); perr != nil {
+			ev, err = Evidence{Verdict: NotFound, Reason: "the probe panicked"}, perr
+		}
 		c.evidence = ev
 		c.attempt.Probe, c.attempt.Verdict, c.attempt.Evidence = ev.Verdict, ev.Verdict.String(), ev.Reason
 		if err != nil {
@@ -176,7 +182,11 @@ func DetectStage(ctx context.Context, env *Env, budget time.Duration, stage Stag
 	if stage != StageNetwork {
 		for _, c := range local {
 			t := time.Now()
-			s, err := fetchChecked(searchCtx, env, c.ds)
+			var s *seed.Seed
+			var err error
+			if perr := safego.Run("fetch "+c.ds.Name(), func() { s, err = fetchChecked(searchCtx, env, c.ds) }); perr != nil {
+				s, err = nil, perr
+			}
 			c.attempt.Duration += time.Since(t)
 			if err != nil {
 				c.attempt.Outcome, c.attempt.Detail = OutcomeFailed, err.Error()
@@ -248,12 +258,12 @@ func raceNetwork(ctx context.Context, env *Env, cands []*candidate, budget time.
 		base := env.HTTP()
 		cenv.Fetcher = base.withAnswerHook(func() { answered.Store(true) })
 		wg.Add(1)
-		go func() {
+		t := time.Now()
+		safego.Go("datasource "+c.ds.Name(), func() {
 			defer wg.Done()
-			t := time.Now()
 			s, err := fetchChecked(raceCtx, &cenv, c.ds)
 			results <- outcome{i: i, s: s, err: err, d: time.Since(t)}
-		}()
+		}, func(err error) { results <- outcome{i: i, err: err, d: time.Since(t)} })
 	}
 	remaining := budget - time.Since(start)
 	if remaining < 0 {
@@ -328,7 +338,7 @@ func raceNetwork(ctx context.Context, env *Env, cands []*candidate, budget time.
 // waitBriefly lets cancelled fetches unwind, without trusting them to.
 func waitBriefly(wg *sync.WaitGroup) {
 	ch := make(chan struct{})
-	go func() { wg.Wait(); close(ch) }()
+	safego.Go("wait for the cancelled fetches", func() { wg.Wait(); close(ch) }, nil)
 	select {
 	case <-ch:
 	case <-time.After(100 * time.Millisecond):
