@@ -7,10 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +17,7 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
+	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
@@ -42,7 +41,10 @@ var fsModules = []string{"fs-ext4", "fs-vfat", "fs-iso9660", "nls_cp437", "nls_i
 
 // PID1 is one boot's state.
 type PID1 struct {
-	Initramfs bool // root on /sysroot and switch_root, or "/" already
+	// Initramfs: "/" is an initramfs and root= names the real root, which
+	// PID 1 mounts on /sysroot, provisions and switches to. Otherwise it
+	// works on "/" and only execs the real init.
+	Initramfs bool
 	Start     time.Time
 	Log       *slog.Logger
 	Timeline  *Timeline
@@ -51,6 +53,7 @@ type PID1 struct {
 	Reaper    *Reaper
 	Console   io.Writer
 
+	self        *os.File // this program's executable, to know itself among the inits
 	remountedRW bool
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	seedSaved   bool         // the final stage has a seed to run from
@@ -58,20 +61,27 @@ type PID1 struct {
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
+	// mountsBefore are the mounts there were before PID 1 mounted the
+	// target's own filesystems; what it adds below the target is taken
+	// away again before the handoff. Nil: nothing was mounted.
+	mountsBefore mountSnapshot
+	// released: the target's mounts are taken away; nothing more may be
+	// written to it.
+	released bool
+	// finalWaitsFor are the target's filesystems (as "/var") that the
+	// final stage waits for the real init to mount again.
+	finalWaitsFor []string
 }
 
-// Main is PID 1: it never returns. Whatever fails, it ends in exec of the
-// real init, or in a rescue shell or a reboot when there is no root to
-// hand off to.
+// Main is PID 1: it never returns. Whatever fails or panics, it ends in
+// exec of the real init, or in a rescue shell or a reboot when there is
+// no root to hand off to.
 func Main(initramfs bool) {
 	p := &PID1{Initramfs: initramfs, Start: time.Now(), Mounter: SysMounter{}}
-	defer func() {
-		if r := recover(); r != nil {
-			p.logger().Error("PID 1 panicked; handing off anyway", "panic", fmt.Sprint(r))
-		}
-		p.handoff()
-	}()
-	p.boot()
+	if err := safego.Run("boot", p.boot); err != nil {
+		p.logger().Error("PID 1 panicked; handing off anyway", "error", err.Error())
+	}
+	p.handoff()
 }
 
 func (p *PID1) logger() *slog.Logger {
@@ -81,11 +91,28 @@ func (p *PID1) logger() *slog.Logger {
 	return p.Log
 }
 
+// reportPanic is where safego reports a panic it recovered in any of PID
+// 1's goroutines: the console and the kernel log, with the stack for the
+// bug report.
+func (p *PID1) reportPanic(e *safego.PanicError) {
+	p.logger().Error("recovered from a panic; the boot goes on", "in", e.Name, "panic", fmt.Sprint(e.Value), "stack", string(e.Stack))
+}
+
 func (p *PID1) boot() {
-	if err := MountEarly(p.Mounter, EarlyMounts); err != nil {
-		// Without /proc and /sys nothing below works; log and hand off.
+	err := MountEarly(p.Mounter, EarlyMounts)
+	if errors.Is(err, unix.EROFS) && !p.Initramfs {
+		// A read-only root without /proc or /sys to mount on: make it
+		// writable for the mount points; the handoff puts it back.
+		if p.Mounter.Mount("", "/", "", unix.MS_REMOUNT, "") == nil {
+			p.remountedRW = true
+			err = MountEarly(p.Mounter, EarlyMounts)
+		}
+	}
+	if err != nil {
+		// Without /proc and /sys little below works; log and go on.
 		fmt.Fprintf(os.Stderr, "seedinit: %v\n", err)
 	}
+	p.self = openSelf()
 	p.Console = setupConsole()
 	level := slog.LevelInfo
 	cmd := ParseCmdline(readCmdline())
@@ -99,9 +126,10 @@ func (p *PID1) boot() {
 		out = io.MultiWriter(p.Console, k)
 	}
 	p.Log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	safego.SetReporter(p.reportPanic)
 	p.Timeline = NewTimeline(p.Start, p.Log)
 	p.Reaper = NewReaper()
-	go p.Reaper.Run()
+	safego.Go("reaper", p.Reaper.Run, nil)
 	if os.Getpid() == 1 {
 		handleSignals(p.Log)
 	}
@@ -111,6 +139,12 @@ func (p *PID1) boot() {
 	}
 	// The root's disk may need a module even when nothing is provisioned.
 	p.Timeline.Do("kernel modules", p.loadModules)
+	if p.Initramfs && opts.Root == "" {
+		// A u-root image or a rescue system: the initramfs is the whole
+		// system, provisioned where it is.
+		p.Log.Warn("no root= on the kernel command line: the initramfs is the system, provisioned in place")
+		p.Initramfs = false
+	}
 	if p.Initramfs {
 		if err := p.Timeline.Do("mount root", p.mountRoot); err != nil {
 			p.rescue(err)
@@ -125,13 +159,19 @@ func (p *PID1) boot() {
 	if !p.Initramfs {
 		p.Timeline.Do("remount root read-write", p.remountRootRW)
 	}
+	// Before anything reads or writes the target: its /var holds the
+	// random seed and the state, its /home the keys.
+	p.Timeline.Do("mount the target's own filesystems", p.mountTarget)
+	if p.Initramfs {
+		p.Timeline.Do("API filesystems for commands in the target", p.bindAPIFilesystems)
+	}
 	p.Timeline.Do("random seed", func() error {
 		root, err := target.Open(p.targetDir())
 		if err != nil {
 			return err
 		}
 		defer root.Close()
-		seedEntropyFromRoot(p.Log, root)
+		seedEntropyFromRoot(p.Log, root, machineIdentity())
 		return nil
 	})
 	p.Timeline.Do("provision", p.provision)
@@ -141,9 +181,39 @@ func (p *PID1) boot() {
 			if err != nil {
 				return err
 			}
-			p.keepInTarget()
-			return Kexec(p.targetDir(), k) // returns only on failure
+			p.keepStateInTarget()
+			// The target is let go once the kernel is read (it may be on
+			// /boot). Kexec returns only on failure.
+			return Kexec(p.targetDir(), k, func() { p.releaseTarget() })
 		})
+	}
+}
+
+// mountTarget mounts the target's own local filesystems that provisioning
+// writes to, noting first what was mounted before so that the handoff
+// can take them away again.
+func (p *PID1) mountTarget() error {
+	before, err := takeMountSnapshot()
+	if err != nil {
+		return fmt.Errorf("nothing mounted: %w", err)
+	}
+	p.mountsBefore = before
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return p.mountTargetFilesystems(root)
+}
+
+// loadModule loads a kernel module by name or alias when the kernel has
+// modules; a failure is only logged (the driver may be built in).
+func (p *PID1) loadModule(name string) {
+	if p.modules == nil {
+		return
+	}
+	if err := p.modules.Load(name); err != nil {
+		p.Log.Debug("module", "name", name, "error", err.Error())
 	}
 }
 
@@ -304,92 +374,6 @@ func (p *PID1) reportReady(reporter ds.ReadyReporter, root *target.Root, sd *see
 	return reporter.ReportReady(ctx, env, sd)
 }
 
-// handoff switches to the real root when there is one, starts the final
-// stage's process and execs the real init. It does not return.
-func (p *PID1) handoff() {
-	log := p.logger()
-	if p.Timeline == nil {
-		p.Timeline = NewTimeline(p.Start, log)
-	}
-	if p.Initramfs && !isMountPoint(sysroot) {
-		p.rescue(errors.New("the root filesystem is not mounted"))
-	}
-	p.keepInTarget()
-	if p.Initramfs {
-		if p.Opts.ReadOnly {
-			if err := unix.Mount("", sysroot, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-				log.Warn("remount root read-only", "error", err.Error())
-			}
-		}
-	}
-	if p.remountedRW && p.Opts.ReadOnly {
-		unix.Sync()
-		if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-			log.Warn("remount / read-only", "error", err.Error())
-		}
-	}
-	err := os.MkdirAll(RunDir, 0o755)
-	if err == nil {
-		err = os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
-	}
-	if err != nil {
-		log.Warn("write the timeline", "file", TimelinePath, "error", err.Error())
-	}
-	if p.Initramfs {
-		if err := SwitchRoot(sysroot); err != nil {
-			p.rescue(err)
-		}
-	}
-	if p.seedSaved {
-		p.startFinalStage()
-	}
-	if p.Reaper != nil {
-		p.Reaper.Stop()
-	}
-	inits := defaultInits
-	if p.Opts.Init != "" {
-		inits = append([]string{p.Opts.Init}, inits...)
-	}
-	for _, init := range inits {
-		if init == selfPath() {
-			continue
-		}
-		argv := append([]string{init}, p.Opts.InitArgs...)
-		log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond), "peak_rss_kib", peakRSSKiB())
-		err := unix.Exec(init, argv, handoffEnv(p.ownCertDir))
-		log.Error("exec init", "init", init, "error", err.Error())
-	}
-	p.rescue(errors.New("no init could be executed"))
-}
-
-// keepInTarget saves what the next boot and `seedinit analyze` want from
-// this one into the root while it is still writable: a fresh random seed
-// and the timeline.
-func (p *PID1) keepInTarget() {
-	if p.Opts.Disable {
-		return
-	}
-	root, err := target.Open(p.targetDir())
-	if err != nil {
-		p.logger().Warn("keep the boot's state in the root", "error", err.Error())
-		return
-	}
-	defer root.Close()
-	if err := saveRandomSeed(root); err != nil {
-		p.logger().Warn("save random seed", "error", err.Error())
-	}
-	// Only where seedinit has kept state before: a root it never
-	// provisioned gets no /var/lib/cloud from a timeline.
-	if root.Exists("/var/lib/cloud/data") {
-		if err := root.WriteFile("/var/lib/cloud/data/seedinit-timeline.json", p.Timeline.JSON(), 0o644, target.KeepOwner); err != nil {
-			p.logger().Warn("keep the timeline in the root", "error", err.Error())
-		}
-	}
-	if err := root.Sync(); err != nil {
-		p.logger().Warn("sync the root", "error", err.Error())
-	}
-}
-
 // peakRSSKiB is this process's peak resident memory (VmHWM), for the log.
 func peakRSSKiB() int {
 	b, err := os.ReadFile("/proc/self/status")
@@ -406,48 +390,6 @@ func peakRSSKiB() int {
 	return 0
 }
 
-// startFinalStage starts a child that outlives the exec of the real init
-// (it keeps its PID; the real init inherits it as a child) and runs the
-// final stage once that init is up. Nothing in the final stage can delay
-// the boot.
-func (p *PID1) startFinalStage() {
-	self := "/proc/self/exe"
-	cmd := exec.Command(self, "run", "--stage", "final", "--after-handoff", "--quiet", "--seed", SeedCacheDir, "--root", "/")
-	cmd.Stdout, cmd.Stderr = p.Console, p.Console
-	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		p.logger().Error("start the final stage", "error", err.Error())
-		return
-	}
-	p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid)
-}
-
-// rescue is the end when there is nothing to hand off to: a shell on the
-// console when asked for and present, else a message and a reboot.
-func (p *PID1) rescue(cause error) {
-	log := p.logger()
-	log.Error("cannot boot", "error", cause.Error())
-	if p.Opts.Rescue == "shell" {
-		for _, sh := range []string{"/bin/sh", "/bin/busybox"} {
-			if _, err := os.Stat(sh); err == nil {
-				log.Info("starting a rescue shell; exit it to reboot", "shell", sh)
-				c := exec.Command(sh)
-				c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-				c.Run()
-				break
-			}
-		}
-	}
-	log.Error("rebooting in 10 seconds")
-	time.Sleep(10 * time.Second)
-	unix.Sync()
-	for {
-		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
-		time.Sleep(time.Second)
-	}
-}
-
 func setupConsole() io.Writer {
 	f, err := os.OpenFile("/dev/console", os.O_RDWR, 0)
 	if err != nil {
@@ -462,17 +404,4 @@ func setupConsole() io.Writer {
 func readCmdline() string {
 	b, _ := os.ReadFile("/proc/cmdline")
 	return strings.TrimSpace(string(b))
-}
-
-func isMountPoint(dir string) bool {
-	var a, b unix.Stat_t
-	if unix.Stat(dir, &a) != nil || unix.Stat(filepath.Dir(dir), &b) != nil {
-		return false
-	}
-	return a.Dev != b.Dev
-}
-
-func selfPath() string {
-	p, _ := os.Readlink("/proc/self/exe")
-	return p
 }

@@ -133,9 +133,11 @@ func loadImage(ctx context.Context, root, src, sum string) (*os.File, error) {
 	return f, nil
 }
 
-// Kexec loads the spec's kernel with kexec_file_load and reboots into it.
-// It returns only when that fails; the caller then hands off as usual.
-func Kexec(root string, k KexecSpec) error {
+// Kexec loads the spec's kernel with kexec_file_load and reboots into it,
+// calling beforeReboot (when not nil) once the kernel is loaded: the
+// target's filesystems are read up to then and released after. It returns
+// only when that fails; the caller then hands off as usual.
+func Kexec(root string, k KexecSpec, beforeReboot func()) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	kernel, err := loadImage(ctx, root, k.Kernel, k.KernelSHA256)
@@ -154,6 +156,9 @@ func Kexec(root string, k KexecSpec) error {
 	}
 	if err := unix.KexecFileLoad(int(kernel.Fd()), initrdFd, k.Cmdline, flags); err != nil {
 		return fmt.Errorf("kexec: load %s: %w", seed.RedactURL(k.Kernel), err)
+	}
+	if beforeReboot != nil {
+		beforeReboot()
 	}
 	unix.Sync()
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_KEXEC); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply/target"
 )
 
 // Mounter is the seam for mount(2) and friends.
@@ -57,6 +59,35 @@ func MountEarly(m Mounter, mounts []EarlyMount) error {
 			return err
 		}
 		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// bindAPIFilesystems lends the initramfs's /dev, /proc, /sys and /run to
+// the target for the time of provisioning: the commands that run chrooted
+// there (bootcmd, mkfs for disk_setup, swapon and mount for mounts,
+// package installs) expect a whole system. The handoff takes them away
+// again before it moves the originals in.
+func (p *PID1) bindAPIFilesystems() error {
+	root, err := target.Open(sysroot)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var errs []error
+	for _, d := range apiDirs {
+		if err := root.MkdirAll(d, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dst, err := root.HostPath(d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := p.Mounter.Mount(d, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			errs = append(errs, fmt.Errorf("bind %s into the target: %w", d, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/boot/safego"
 )
 
 // handleSignals makes PID 1 answer the signals an init answers until the
@@ -19,18 +21,21 @@ func handleSignals(log *slog.Logger) {
 	unix.Reboot(unix.LINUX_REBOOT_CMD_CAD_OFF)
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
-	go func() {
+	safego.Go("signal handler", func() {
 		for sig := range ch {
-			cmd, what := rebootCommand(sig)
-			log.Warn("signal received: shutting down", "signal", sig.String(), "action", what)
-			unix.Sync()
-			// Give the log a moment to reach the console.
-			time.Sleep(100 * time.Millisecond)
-			if err := unix.Reboot(cmd); err != nil {
-				log.Error("shutdown", "action", what, "error", err.Error())
-			}
+			// One signal's panic must not leave the next unanswered.
+			safego.Run("signal "+sig.String(), func() {
+				cmd, what := rebootCommand(sig)
+				log.Warn("signal received: shutting down", "signal", sig.String(), "action", what)
+				unix.Sync()
+				// Give the log a moment to reach the console.
+				time.Sleep(100 * time.Millisecond)
+				if err := unix.Reboot(cmd); err != nil {
+					log.Error("shutdown", "action", what, "error", err.Error())
+				}
+			})
 		}
-	}()
+	}, nil)
 }
 
 func rebootCommand(sig os.Signal) (int, string) {

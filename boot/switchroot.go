@@ -3,6 +3,7 @@ package boot
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -16,8 +17,11 @@ var movedMounts = []string{"/dev", "/proc", "/sys", "/run"}
 // the API mounts move over, the initramfs's files are deleted without
 // crossing into other filesystems (they would otherwise pin RAM for the
 // life of the machine), newRoot is moved onto "/" and chrooted into. The
-// caller then execs the real init.
-func SwitchRoot(newRoot string) error {
+// caller then execs the real init. An API filesystem with no mount point
+// in newRoot (a read-only root that lacks /run) is detached rather than
+// failing the switch, as switch_root does: the real init mounts what it
+// needs where it can.
+func SwitchRoot(newRoot string, log *slog.Logger) error {
 	var st, rootSt unix.Stat_t
 	if err := unix.Stat(newRoot, &st); err != nil {
 		return fmt.Errorf("switch root to %s: %w", newRoot, err)
@@ -30,14 +34,19 @@ func SwitchRoot(newRoot string) error {
 	}
 	for _, m := range movedMounts {
 		dst := filepath.Join(newRoot, m)
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			return fmt.Errorf("switch root: %w", err)
+		if fi, err := os.Stat(dst); err != nil || !fi.IsDir() {
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				log.Warn("switch root: no mount point for an API filesystem; detached", "dir", m, "error", err.Error())
+				unix.Unmount(m, unix.MNT_DETACH)
+				continue
+			}
 		}
 		if err := unix.Mount(m, dst, "", unix.MS_MOVE, ""); err != nil {
 			// An API filesystem that was never mounted is not fatal; the
 			// real init mounts what it needs.
 			if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-				return fmt.Errorf("switch root: move %s: %w", m, err)
+				log.Warn("switch root: API filesystem not moved; detached", "dir", m, "error", err.Error())
+				unix.Unmount(m, unix.MNT_DETACH)
 			}
 		}
 	}
@@ -57,16 +66,6 @@ func SwitchRoot(newRoot string) error {
 		return fmt.Errorf("switch root: %w", err)
 	}
 	return nil
-}
-
-// isRamfs reports whether p is on ramfs or tmpfs: only an initramfs may
-// be emptied, never a real disk.
-func isRamfs(p string) bool {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(p, &fs); err != nil {
-		return false
-	}
-	return fs.Type == unix.RAMFS_MAGIC || fs.Type == unix.TMPFS_MAGIC
 }
 
 // deleteTree removes everything under dir that is on device dev, never

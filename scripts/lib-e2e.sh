@@ -72,13 +72,53 @@ make_disk() {
 	rm -f "$img.part"
 }
 
+# make_split_disk DIR IMG: DIR's root on GPT partition 1 (80 MiB), its
+# /var on partition 2 (label "var") and its /home on partition 3 (UUID
+# $home_uuid), each ext4, with an fstab in the root that mounts them, as
+# appliance images lay out their disks.
+home_uuid=5eed1717-0000-4000-8000-00000000c0de
+make_split_disk() {
+	local dir=$1 img=$2 d
+	rm -rf "$img" "$img".p* "$dir.var" "$dir.home"
+	mv "$dir/var" "$dir.var"
+	mv "$dir/home" "$dir.home"
+	mkdir -p "$dir/var" "$dir/home"
+	printf 'PARTUUID=%s / ext4 defaults 0 1\nLABEL=var /var ext4 defaults 0 2\nUUID=%s /home ext4 defaults,noatime 0 2\n' \
+		"$partuuid" "$home_uuid" >"$dir/etc/fstab"
+	mkfs.ext4 -q -F -L rootfs -d "$dir" "$img.p1" 80M >/dev/null 2>&1
+	mkfs.ext4 -q -F -L var -d "$dir.var" "$img.p2" 48M >/dev/null 2>&1
+	mkfs.ext4 -q -F -U "$home_uuid" -d "$dir.home" "$img.p3" 48M >/dev/null 2>&1
+	truncate -s 200M "$img"
+	sgdisk -n 1:2048:+80M -t 1:8300 -c 1:root -u "1:$partuuid" -n 2:0:+48M -c 2:var -n 3:0:+48M -c 3:home "$img" >/dev/null
+	for d in 1 2 3; do
+		dd if="$img.p$d" of="$img" bs=512 seek="$(part_start "$img" $d)" conv=notrunc status=none
+		rm -f "$img.p$d"
+	done
+}
+
+# part_start IMG N: partition N's first sector.
+part_start() {
+	sgdisk -i "$2" "$1" | awk '/^First sector:/ {print $3}'
+}
+
 # read_root IMG PATH: a file from the root partition after power-off.
 read_root() {
-	local img=$1 path=$2 part
+	read_part "$1" 1 "$2"
+}
+
+# read_part IMG N PATH: a file from partition N (ext4) after power-off;
+# a directory is listed, one name per line.
+read_part() {
+	local img=$1 n=$2 path=$3 part start
 	# Its own copy: checks read several files at once through <(...).
-	part=$(mktemp "$img.p1.XXXXXX")
-	dd if="$img" of="$part" bs=1M skip=1 status=none
-	debugfs -R "cat $path" "$part" 2>/dev/null
+	part=$(mktemp "$img.p$n.XXXXXX")
+	start=$(part_start "$img" "$n")
+	dd if="$img" of="$part" bs=512 skip="$start" count="$(sgdisk -i "$n" "$img" | awk '/^Partition size:/ {print $3}')" status=none
+	if debugfs -R "stat $path" "$part" 2>/dev/null | grep -q 'Type: directory'; then
+		debugfs -R "ls -p $path" "$part" 2>/dev/null | awk -F/ 'NF > 5 && $6 != "." && $6 != ".." {print $6}'
+	else
+		debugfs -R "cat $path" "$part" 2>/dev/null
+	fi
 	rm -f "$part"
 }
 
@@ -108,10 +148,14 @@ write_test_init() {
 #!/bin/sh
 echo "E2E: real init started as pid $$"
 echo "E2E: root mounted $(awk '$2=="/" {split($4, o, ","); print o[1]}' /proc/mounts)"
-# What a real init does from fstab: the root read-write.
+# What a real init does from fstab: the root read-write, then the rest.
 mount -o remount,rw / 2>/dev/null
+[ -f /etc/fstab ] && mount -a 2>/dev/null
+awk '$2 ~ "^/(var|home|data)" {print "E2E: mounted " $2 " " $3}' /proc/mounts
 echo "E2E: hostname=$(hostname)"
 id admin >/dev/null 2>&1 && echo "E2E: user admin exists"
+grep -q admin@laptop /home/admin/.ssh/authorized_keys 2>/dev/null && echo "E2E: admin's key in place"
+grep -q e2e.marker /root/bootcmd-cmdline 2>/dev/null && echo "E2E: bootcmd read /proc/cmdline"
 ip -o -4 addr show 2>/dev/null | awk '$2 != "lo" {print "E2E: " $2 " " $4}' | sed 's|/[0-9]*$||'
 for b in /sys/class/net/*/bonding/slaves; do
 	[ -e "$b" ] && echo "E2E: bond $(basename "$(dirname "$(dirname "$b")")") slaves $(cat "$b")"
@@ -122,9 +166,15 @@ if [ -e /run/seedinit/seed/meta-data ]; then
 	[ -e /var/lib/cloud/instance/boot-finished ] && echo "E2E: final stage finished after init"
 fi
 echo "E2E: done"
-# What a real init does at shutdown, so the disk image is clean to read.
+# What a real init does at shutdown, so the disk images are clean to
+# read: every other process ends (the final stage may still be writing
+# its log), then the filesystems go read-only.
+kill -TERM -1 2>/dev/null
+sleep 0.3
+kill -KILL -1 2>/dev/null
 sync
-mount -o remount,ro / 2>/dev/null
+for m in $(awk '$2 ~ "^/(var|home|data)" {print $2}' /proc/mounts | sort -r); do umount "$m" 2>/dev/null; done
+mount -o remount,ro / 2>/dev/null || echo "E2E: the root could not go read-only at shutdown"
 poweroff -f
 I
 }

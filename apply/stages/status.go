@@ -3,6 +3,7 @@ package stages
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"path"
@@ -32,6 +33,10 @@ type StageStatus struct {
 	Finished          *float64            `json:"finished"`
 	Errors            []string            `json:"errors"`
 	RecoverableErrors map[string][]string `json:"recoverable_errors"`
+	// Waiting says what a stage that has not started waits for (the
+	// final stage, for the real init to set the system up); seedinit's
+	// own key, which cloud-init's readers ignore.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // StatusV1 is status.json's "v1" object in cloud-init's format.
@@ -122,6 +127,18 @@ func loadStatus(root *target.Root, fresh bool) *Status {
 }
 
 func (s *Status) setDatasource(ds string) { s.V1.Datasource = &ds }
+
+// NoteFinalStageWait records in status.json what the final stage, started
+// in another process, waits for before it runs; its start clears it.
+func NoteFinalStageWait(root *target.Root, reason string) error {
+	s, err := ReadStatus(root)
+	if err != nil {
+		return fmt.Errorf("note the final stage's wait: %w", err)
+	}
+	s.V1.Stages[statusNames[apply.StageFinal]].Waiting = reason
+	b, _ := json.MarshalIndent(s, "", " ")
+	return root.WriteFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner)
+}
 
 func (s *Status) start(stage apply.Stage, t time.Time) {
 	name := statusNames[stage]

@@ -34,6 +34,10 @@ const (
 // runStatusDir is cloud-init's run_dir, where status tools look first.
 const runStatusDir = "/run/cloud-init"
 
+// FinalStageWaitFile is where the waiting final stage keeps what it
+// still waits for.
+const FinalStageWaitFile = "/run/seedinit/final-stage-waiting"
+
 // disabledMarker turns cloud-init (and seedinit) off for the image.
 const disabledMarker = "/etc/cloud/cloud-init.disabled"
 
@@ -133,6 +137,15 @@ func ReadStatusDetails(root *target.Root) StatusDetails {
 		finished, _ := stage["finished"].(float64)
 		if finished == 0 && start != 0 {
 			d.Status = StatusRunning
+		}
+		if w, _ := stage["waiting"].(string); w != "" && start == 0 {
+			// seedinit's final stage, started by PID 1, waits for the
+			// real init; the process says what it still misses.
+			d.Status = StatusRunning
+			d.Description = "Stage " + k + " waits for " + w
+			if now, err := root.ReadFile(FinalStageWaitFile); err == nil && len(strings.TrimSpace(string(now))) > 0 {
+				d.Description += " (now: " + strings.TrimSpace(string(now)) + ")"
+			}
 		}
 		if t := math.Max(start, finished); t > latest {
 			latest = t

@@ -6,9 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
-
-	"golang.org/x/sys/unix"
+	"strings"
 
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed/ds"
@@ -21,17 +19,11 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if os.Getpid() != 1 {
 		return fail(stderr, "init: must run as PID 1 (use 'seedinit run' from an init system)")
 	}
-	_, err := os.Stat("/etc/initrd-release")
-	initramfs := err == nil || isInitramfsRoot()
-	boot.Main(initramfs)
+	// By what "/" is, not by the name seedinit was started as: u-root's
+	// -initcmd makes /init a symlink to it, and a real root is never a
+	// ramfs or tmpfs.
+	boot.Main(boot.IsInitramfs())
 	return exitError // not reached
-}
-
-// isInitramfsRoot: an initramfs's "/" is a ramfs or tmpfs with no /sysroot
-// mounted yet, and seedinit is its /init.
-func isInitramfsRoot() bool {
-	self, _ := os.Executable()
-	return filepath.Clean(self) == "/init"
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -39,7 +31,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	rootDir := fs.String("root", "/", "target root directory")
 	seedDir := fs.String("seed", "", "seed directory (default: "+boot.SeedCacheDir+", then /var/lib/cloud/seed/nocloud)")
 	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all")
-	afterHandoff := fs.Bool("after-handoff", false, "wait until PID 1 is the real init before running (used by PID 1 for the final stage)")
+	afterHandoff := fs.Bool("after-handoff", false, "wait until PID 1 is the real init and the root is writable before running (used by PID 1 for the final stage)")
+	waitMounts := fs.String("wait-for-mounts", "", "with --after-handoff, also wait until these comma-separated mount points (in --root) are mounted")
 	out := outputFlags(fs)
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -62,29 +55,14 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *afterHandoff {
-		waitForRealInit(*rootDir)
+		var mounts []string
+		if *waitMounts != "" {
+			mounts = strings.Split(*waitMounts, ",")
+		}
+		boot.WaitForRealInit(context.Background(), *rootDir, mounts, boot.NoteFinalStageWaiting)
+		boot.NoteFinalStageWaiting("")
 	}
 	return runStages("run", *rootDir, *seedDir, *stageName, out, stdout, stderr)
-}
-
-// waitForRealInit returns once PID 1 has exec'd the real init (its
-// executable is no longer ours) and that init has made the root writable,
-// as every init does early from fstab; at most two minutes, then the final
-// stage runs anyway and reports what it could not write.
-func waitForRealInit(root string) {
-	self, _ := os.Readlink("/proc/self/exe")
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if exe, err := os.Readlink("/proc/1/exe"); err == nil && exe != self && writable(root) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func writable(dir string) bool {
-	var st unix.Statfs_t
-	return unix.Statfs(dir, &st) == nil && st.Flags&unix.ST_RDONLY == 0
 }
 
 func runAnalyze(args []string, stdout, stderr io.Writer) int {

@@ -1,0 +1,351 @@
+package boot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply/stages"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/boot/safego"
+)
+
+// handoff gives the machine to the real init; it does not return. Its
+// steps run in this order, and each is guarded: a step that fails or
+// panics is logged and the next one runs, because the last one, the exec
+// of the real init, is what the boot must reach.
+//
+//  1. keepStateInTarget: the random seed for the next boot and the
+//     timeline go into the target while its own filesystems (/var) are
+//     still mounted and it is writable.
+//  2. noteFinalStageWait: status.json says what the final stage will wait
+//     for, on the real /var, in case the real init never provides it.
+//  3. releaseTarget: what PID 1 mounted in the target (its fstab
+//     filesystems, the API filesystems lent to commands, what modules
+//     mounted) is unmounted, so that the real init finds the system as
+//     its fstab expects; it cannot come after 4 (a read-only root cannot
+//     be unmounted cleanly of busy filesystems) and must come after 1-2.
+//  4. makeAPIMountPoints: /dev, /proc, /sys and /run exist in the new
+//     root, made while it is still writable: switching to a root without
+//     them would fail after 5.
+//  5. restoreReadOnly: with "ro" on the command line the root goes back
+//     to read-only, now that nothing more is written to it.
+//  6. recordTimeline in /run, which the switch carries into the new root.
+//  7. switchRoot (initramfs only): the API filesystems move, the
+//     initramfs is emptied, the new root becomes "/".
+//  8. startFinalStage: a child that outlives the exec runs the final
+//     stage once the real init has set the system up.
+//  9. execRealInit: the first init candidate that is not seedinit itself.
+//  10. rescue, when no init could be executed.
+func (p *PID1) handoff() {
+	log := p.logger()
+	if p.Timeline == nil {
+		p.Timeline = NewTimeline(p.Start, log)
+	}
+	if p.Initramfs && !isMountPoint(sysroot) {
+		p.rescue(errors.New("the root filesystem is not mounted"))
+	}
+	p.step("keep the boot's state in the target", p.keepStateInTarget)
+	p.step("note what the final stage waits for", p.noteFinalStageWait)
+	p.step("release the target's mounts", p.releaseTarget)
+	if p.Initramfs {
+		p.step("make the API mount points in the root", p.makeAPIMountPoints)
+	}
+	p.step("put the root back read-only", p.restoreReadOnly)
+	p.step("record the timeline", p.recordTimeline)
+	if p.Initramfs {
+		if err := p.step("switch root", func() error { return SwitchRoot(sysroot, log) }); err != nil {
+			p.rescue(err)
+		}
+	}
+	if p.seedSaved {
+		p.step("start the final stage", p.startFinalStage)
+	}
+	if p.Reaper != nil {
+		p.step("stop reaping", func() error { p.Reaper.Stop(); return nil })
+	}
+	p.execRealInit()
+	p.rescue(errors.New("no init could be executed"))
+}
+
+// step runs one step of the handoff, turning a panic into its error and
+// logging a failure; the handoff goes on either way.
+func (p *PID1) step(name string, fn func() error) error {
+	var err error
+	if perr := safego.Run(name, func() { err = fn() }); perr != nil {
+		err = perr
+	}
+	if err != nil {
+		p.logger().Warn("handoff step failed; going on", "step", name, "error", err.Error())
+	}
+	return err
+}
+
+// keepStateInTarget saves what the next boot and `seedinit analyze` want
+// from this one into the target while it is still writable and whole: a
+// fresh random seed and the timeline.
+func (p *PID1) keepStateInTarget() error {
+	if p.Opts.Disable || p.released {
+		return nil
+	}
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var errs []error
+	if err := saveRandomSeed(root, machineIdentity()); err != nil {
+		errs = append(errs, fmt.Errorf("save the random seed: %w", err))
+	}
+	// Only where seedinit has kept state before: a root it never
+	// provisioned gets no /var/lib/cloud from a timeline.
+	if root.Exists("/var/lib/cloud/data") {
+		if err := root.WriteFile("/var/lib/cloud/data/seedinit-timeline.json", p.Timeline.JSON(), 0o644, target.KeepOwner); err != nil {
+			errs = append(errs, fmt.Errorf("keep the timeline: %w", err))
+		}
+	}
+	if err := root.Sync(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// apiDirs are the API filesystems: lent to commands in the target during
+// provisioning, moved into it at the switch.
+var apiDirs = []string{"/dev", "/proc", "/sys", "/run"}
+
+func isAPIDir(rel string) bool {
+	return slices.ContainsFunc(apiDirs, func(d string) bool { return rel == d || strings.HasPrefix(rel, d+"/") })
+}
+
+// noteFinalStageWait works out which of the target's filesystems the
+// final stage must wait for and says so in status.json, written to the
+// real /var while it is still mounted: if the real init never makes the
+// root writable or never mounts them, status.json says why the final
+// stage has not run.
+func (p *PID1) noteFinalStageWait() error {
+	if !p.seedSaved || p.released {
+		return nil
+	}
+	if p.mountsBefore != nil {
+		table, err := readMountTable()
+		if err != nil {
+			return err
+		}
+		top, err := mountID(p.targetDir())
+		if err != nil {
+			return err
+		}
+		for _, m := range mountsBelow(table, top) {
+			rel := strings.TrimPrefix(m.Point, strings.TrimSuffix(p.targetDir(), "/"))
+			if !p.mountsBefore[m.ID] && !isAPIDir(rel) && !slices.Contains(p.finalWaitsFor, rel) {
+				p.finalWaitsFor = append(p.finalWaitsFor, rel)
+			}
+		}
+		slices.Sort(p.finalWaitsFor)
+	}
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return stages.NoteFinalStageWait(root, FinalStageWaitReason(p.finalWaitsFor))
+}
+
+// FinalStageWaitReason is what status.json says while the final stage
+// waits for the real init.
+func FinalStageWaitReason(mounts []string) string {
+	r := "the real init: PID 1 no longer seedinit, the root writable"
+	if len(mounts) > 0 {
+		r += ", " + strings.Join(mounts, ", ") + " mounted"
+	}
+	return r
+}
+
+// releaseTarget unmounts what PID 1 mounted below the target (deepest
+// first) and flushes it: the real init mounts its filesystems itself.
+func (p *PID1) releaseTarget() error {
+	if p.mountsBefore == nil || p.released {
+		return nil
+	}
+	p.released = true
+	unix.Sync()
+	taken, errs := unmountNewBelow(p.targetDir(), p.mountsBefore)
+	if len(taken) > 0 {
+		p.logger().Info("target's mounts released for the real init", "unmounted", strings.Join(taken, " "))
+	}
+	return errors.Join(errs...)
+}
+
+// makeAPIMountPoints creates /dev, /proc, /sys and /run in the new root
+// for SwitchRoot to move the API filesystems onto. A minimal root may
+// lack them, and once it is read-only they cannot be made.
+func (p *PID1) makeAPIMountPoints() error {
+	root, err := target.Open(sysroot)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var errs []error
+	for _, d := range apiDirs {
+		if fi, err := root.Stat(d); err == nil && fi.IsDir() {
+			continue
+		}
+		if err := root.MkdirAll(d, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.logger().Info("made a mount point the root lacked", "dir", d)
+	}
+	return errors.Join(errs...)
+}
+
+// restoreReadOnly puts the root back to read-only when the command line
+// asks for it: the real init expects the root as the kernel would have
+// mounted it, and remounts it itself after its checks.
+func (p *PID1) restoreReadOnly() error {
+	if !p.Opts.ReadOnly {
+		return nil
+	}
+	dir := ""
+	switch {
+	case p.Initramfs:
+		dir = sysroot
+	case p.remountedRW:
+		dir = "/"
+	default:
+		return nil
+	}
+	unix.Sync()
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", dir, err)
+	}
+	return nil
+}
+
+// recordTimeline writes the timeline where `seedinit analyze` reads it.
+func (p *PID1) recordTimeline() error {
+	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
+}
+
+// startFinalStage starts a child that outlives the exec of the real init
+// (it keeps its PID; the real init inherits it as a child) and runs the
+// final stage once that init has set the system up. Nothing in the final
+// stage can delay the boot.
+func (p *PID1) startFinalStage() error {
+	args := []string{"run", "--stage", "final", "--after-handoff", "--quiet", "--seed", SeedCacheDir, "--root", "/"}
+	if len(p.finalWaitsFor) > 0 {
+		args = append(args, "--wait-for-mounts", strings.Join(p.finalWaitsFor, ","))
+	}
+	cmd := exec.Command(selfExe, args...)
+	cmd.Stdout, cmd.Stderr = p.Console, p.Console
+	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the final stage: %w", err)
+	}
+	p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor))
+	return nil
+}
+
+// initCandidates are the inits to try, in order: seedinit.init= or init=,
+// then the usual places.
+func (p *PID1) initCandidates() []string {
+	var out []string
+	if p.Opts.Init != "" {
+		out = append(out, p.Opts.Init)
+	}
+	for _, i := range defaultInits {
+		if !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// execRealInit execs the first candidate that exists and is not seedinit
+// itself; it returns only when none could be executed. A candidate that
+// is seedinit (init=/sbin/seedinit on a usrmerge root, where /sbin is
+// /usr/sbin; /sbin/init replaced by seedinit) would start this boot over
+// and over, so it is skipped, by the file's identity.
+func (p *PID1) execRealInit() {
+	log := p.logger()
+	for _, init := range p.initCandidates() {
+		err := safego.Run("exec "+init, func() {
+			self, err := isSameProgram(init, p.self)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				log.Debug("no init here", "init", init)
+				return
+			case err != nil:
+				log.Warn("cannot tell whether this init is seedinit itself; skipped", "init", init, "error", err.Error())
+				return
+			case self:
+				log.Info("skipped an init that is seedinit itself", "init", init)
+				return
+			}
+			argv := append([]string{init}, p.Opts.InitArgs...)
+			log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond), "peak_rss_kib", peakRSSKiB())
+			err = unix.Exec(init, argv, handoffEnv(p.ownCertDir))
+			log.Error("exec init", "init", init, "error", err.Error())
+		})
+		if err != nil {
+			log.Error("exec init", "init", init, "error", err.Error())
+		}
+	}
+}
+
+// rescue is the end when there is nothing to hand off to: a shell on the
+// console when asked for and present, else a message and a reboot. It
+// never returns, and a panic in it still ends in the reboot.
+func (p *PID1) rescue(cause error) {
+	defer rebootForever()
+	safego.Run("rescue", func() {
+		log := p.logger()
+		log.Error("cannot boot", "error", cause.Error())
+		if p.Opts.Rescue == "shell" {
+			for _, sh := range []string{"/bin/sh", "/bin/busybox"} {
+				if _, err := os.Stat(sh); err == nil {
+					log.Info("starting a rescue shell; exit it to reboot", "shell", sh)
+					c := exec.Command(sh)
+					c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+					c.Run()
+					break
+				}
+			}
+		}
+		log.Error("rebooting in 10 seconds")
+	})
+}
+
+func rebootForever() {
+	recover()
+	time.Sleep(10 * time.Second)
+	unix.Sync()
+	for {
+		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+		time.Sleep(time.Second)
+	}
+}
+
+// openSelf opens this program's executable, kept to recognise it among
+// the init candidates after the switch (the initramfs's copy is deleted
+// then). Close-on-exec: the real init does not inherit it.
+func openSelf() *os.File {
+	for _, p := range []string{selfExe, os.Args[0]} {
+		if f, err := os.Open(p); err == nil {
+			return f
+		}
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package boot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// PID 1 decides what it is, what the root is and whether a path is itself
+// by the identity of files and filesystems, never by comparing path
+// strings: on a usrmerge root /sbin/seedinit is /usr/sbin/seedinit, an
+// initramfs built by u-root makes /init a symlink, and a string compare
+// that missed either made PID 1 exec itself in a loop.
+
+// fileID is a file's identity: the device of its filesystem and its inode.
+type fileID struct{ dev, ino uint64 }
+
+// identify stats path, following symlinks.
+func identify(path string) (fileID, int64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, 0, err
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, st.Size, nil
+}
+
+// selfExe is this process's executable; it names the running binary even
+// after the initramfs that held it was emptied.
+const selfExe = "/proc/self/exe"
+
+// isSameProgram reports whether the program at path is self (this
+// seedinit's executable): the same file by any name (hard link, symlink,
+// /sbin on a usrmerge root), or a copy of the same binary (the same size
+// and bytes), which would run this very boot again. Without self to
+// compare with, nothing is seedinit: exec'ing is better than no boot.
+func isSameProgram(path string, self *os.File) (bool, error) {
+	id, size, err := identify(path)
+	if err != nil {
+		return false, err
+	}
+	if self == nil {
+		return false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(self.Fd()), &st); err != nil {
+		return false, fmt.Errorf("identify seedinit itself: %w", err)
+	}
+	if id == (fileID{dev: st.Dev, ino: st.Ino}) {
+		return true, nil
+	}
+	if size != st.Size {
+		return false, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return sameContent(f, io.NewSectionReader(self, 0, st.Size))
+}
+
+// sameContent compares two readers to their ends.
+func sameContent(a, b io.Reader) (bool, error) {
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, errA := io.ReadFull(a, bufA)
+		nb, errB := io.ReadFull(b, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		endA := errors.Is(errA, io.EOF) || errors.Is(errA, io.ErrUnexpectedEOF)
+		endB := errors.Is(errB, io.EOF) || errors.Is(errB, io.ErrUnexpectedEOF)
+		switch {
+		case errA != nil && !endA:
+			return false, errA
+		case errB != nil && !endB:
+			return false, errB
+		case endA || endB:
+			return endA == endB, nil
+		}
+	}
+}
+
+// IsInitramfs reports whether "/" is an initramfs: the kernel unpacks one
+// into a ramfs (or a tmpfs), and no disk root is either.
+func IsInitramfs() bool { return isRamfs("/") }
+
+// isRamfs reports whether p is on ramfs or tmpfs: only an initramfs may
+// be emptied, never a real disk.
+func isRamfs(p string) bool {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(p, &fs); err != nil {
+		return false
+	}
+	return fs.Type == unix.RAMFS_MAGIC || fs.Type == unix.TMPFS_MAGIC
+}
+
+// mountID is the kernel's id of the mount that path is on (statx's
+// STATX_MNT_ID, Linux 5.8): two paths on the same filesystem through
+// different mounts (bind mounts) have different ids.
+func mountID(path string) (uint64, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_MNT_ID, &stx); err != nil {
+		return 0, err
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, errors.New("the kernel gives no mount id (older than 5.8)")
+	}
+	return stx.Mnt_id, nil
+}
+
+// isMountPoint reports whether dir is the top of a mount: its mount is
+// not its parent's. A bind mount of the same filesystem counts, which a
+// compare of device numbers would miss.
+func isMountPoint(dir string) bool {
+	var sa, sb unix.Stat_t
+	if unix.Stat(dir, &sa) != nil || unix.Stat(dir+"/..", &sb) != nil {
+		return false
+	}
+	if sa.Dev == sb.Dev && sa.Ino == sb.Ino {
+		return true // "/" is its own parent, and a mount
+	}
+	a, errA := mountID(dir)
+	b, errB := mountID(dir + "/..")
+	if errA == nil && errB == nil {
+		return a != b
+	}
+	// Kernels before 5.8: a different device is still a mount point.
+	return sa.Dev != sb.Dev
+}
