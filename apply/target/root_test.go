@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func newRoot(t *testing.T) (*Root, string) {
+func newRoot(t testing.TB) (*Root, string) {
 	t.Helper()
 	dir := t.TempDir()
 	r, err := Open(dir)
