@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/target"
 )
 
 // Defaults as cloud-init's cc_write_files has them.
@@ -294,23 +295,11 @@ func parseOctal(s string) (int64, error) {
 	return n, nil
 }
 
-// unixMode turns chmod(2) bits into an fs.FileMode.
 // modeSpecial is the setuid, setgid and sticky bits as fs.FileMode has them.
-const modeSpecial = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+const modeSpecial = target.ModeSpecial
 
-func unixMode(n int64) fs.FileMode {
-	m := fs.FileMode(n & 0o777)
-	if n&0o4000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if n&0o2000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if n&0o1000 != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
+// unixMode turns chmod(2) bits into an fs.FileMode; n is at least 0.
+func unixMode(n int64) fs.FileMode { return target.UnixMode(uint32(n & 0o7777)) }
 
 // decodeBase64 decodes like Python's base64.b64decode without validate:
 // characters outside the alphabet are skipped, and the first complete

@@ -479,3 +479,42 @@ func TestUserDBIsTheTargets(t *testing.T) {
 		}
 	}
 }
+
+// permissions with setuid, setgid or sticky end on the file exactly, with
+// an owner given (chown clears setuid and setgid), and a re-run puts back
+// a bit that was taken away.
+func TestWriteFilesSpecialModes(t *testing.T) {
+	requireRoot(t)
+	tests := []struct {
+		perms string
+		want  uint32
+	}{
+		{"'04755'", 0o4755},
+		{"'02755'", 0o2755},
+		{"'01777'", 0o1777},
+		{"0o6711", 0o6711},
+		{"04750", 0o4750}, // a YAML 1.1 octal integer
+	}
+	for _, tt := range tests {
+		t.Run(tt.perms, func(t *testing.T) {
+			dir := newTarget(t)
+			cfg := loadConfig(t, "write_files:\n- {path: /usr/local/bin/tool, content: x, owner: 'svc:svcgrp', permissions: "+tt.perms+"}\n")
+			p := filepath.Join(dir, "usr/local/bin/tool")
+			for run := range 2 {
+				env := applytest.NewEnvAt(t, dir, cfg)
+				if err := runWriteFiles(context.Background(), env.Env); err != nil {
+					t.Fatalf("run %d: %v", run, err)
+				}
+				var st syscall.Stat_t
+				if err := syscall.Stat(p, &st); err != nil {
+					t.Fatal(err)
+				}
+				if got := st.Mode & 0o7777; got != tt.want || st.Uid != 4242 || st.Gid != 4343 {
+					t.Errorf("run %d: mode %04o owner %d:%d, want %04o 4242:4343", run, got, st.Uid, st.Gid, tt.want)
+				}
+				// Between the runs something strips the special bits.
+				os.Chmod(p, 0o755)
+			}
+		})
+	}
+}

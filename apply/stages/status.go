@@ -268,4 +268,5 @@ func marshalJSON(v any) []byte {
 	return append(b, '\n')
 }
 
-func fsMode(m uint32) fs.FileMode { return fs.FileMode(m) }
+// fsMode keeps setuid, setgid and sticky, which fs.FileMode(m) would lose.
+func fsMode(m uint32) fs.FileMode { return target.UnixMode(m) }

@@ -33,6 +33,31 @@ import (
 // maxSymlinks matches the kernel's MAXSYMLINKS: deeper chains are loops.
 const maxSymlinks = 40
 
+// ModeSpecial is setuid, setgid and sticky as fs.FileMode keeps them: not
+// as chmod(2)'s 0o7000 bits, which a plain fs.FileMode(n) would turn into
+// nonsense or drop.
+const ModeSpecial = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// ModeBits is the part of m that chmod(2) sets: permissions plus setuid,
+// setgid and sticky, without the file type.
+func ModeBits(m fs.FileMode) fs.FileMode { return m & (fs.ModePerm | ModeSpecial) }
+
+// UnixMode turns chmod(2) bits (0o4755) into an fs.FileMode, the setuid,
+// setgid and sticky bits included; bits above 0o7777 are dropped.
+func UnixMode(n uint32) fs.FileMode {
+	m := fs.FileMode(n & 0o777)
+	if n&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if n&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if n&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
 // Owner is a numeric owner for a file; -1 in a field keeps what is there
 // (for a new file: the writer's own id).
 type Owner struct{ UID, GID int }
@@ -352,12 +377,13 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 		if err := r.root.Mkdir(dir, mode.Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
 		}
-		// Mkdir is subject to the umask; the caller's mode is what it asked for.
-		if err := r.root.Chmod(dir, mode); err != nil {
-			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
-		}
+		// Owner first: chown clears setuid and setgid, so the mode the
+		// caller asked for (which Mkdir's umask also trimmed) comes last.
 		if err := r.chown(dir, owner); err != nil {
 			return fmt.Errorf("create directory %s: %w", name, err)
+		}
+		if err := r.root.Chmod(dir, mode); err != nil {
+			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
 		}
 		r.record("mkdir", "/"+dir)
 	}
@@ -413,13 +439,15 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 	if err := fill(f); err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
-	}
+	// Owner before mode: the kernel clears setuid and setgid on chown,
+	// so a 04755 chmod'ed first would end as 0755.
 	if owner.UID >= 0 || owner.GID >= 0 {
 		if err := f.Chown(owner.UID, owner.GID); err != nil {
 			return fmt.Errorf("write %s: set owner %d:%d: %w", name, owner.UID, owner.GID, unwrapPath(err))
 		}
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
@@ -433,10 +461,12 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 }
 
 // WriteFileIfChanged writes only when the content, mode or owner differ, so
-// that a re-run leaves mtimes alone. It reports whether it wrote.
+// that a re-run leaves mtimes alone. It reports whether it wrote. The mode
+// compared includes setuid, setgid and sticky: a file that lost its
+// setuid bit is written again.
 func (r *Root) WriteFileIfChanged(name string, data []byte, mode fs.FileMode, owner Owner) (bool, error) {
 	if old, err := r.ReadFile(name); err == nil && bytes.Equal(old, data) {
-		if fi, err := r.Stat(name); err == nil && fi.Mode().Perm() == mode.Perm() && ownerMatches(fi, owner) {
+		if fi, err := r.Stat(name); err == nil && ModeBits(fi.Mode()) == ModeBits(mode) && ownerMatches(fi, owner) {
 			return false, nil
 		}
 	}
@@ -450,7 +480,7 @@ func (r *Root) AppendFile(name string, data []byte, mode fs.FileMode, owner Owne
 	switch {
 	case err == nil:
 		if fi, err := r.Stat(name); err == nil {
-			mode = fi.Mode().Perm()
+			mode = ModeBits(fi.Mode())
 			if owner == KeepOwner {
 				owner = fileOwner(fi)
 			}
