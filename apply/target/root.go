@@ -23,6 +23,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,6 +73,10 @@ type Root struct {
 
 	mu      sync.Mutex
 	changes []Change
+	// dirty maps each filesystem written to since the last Sync (st_dev)
+	// to a target-relative path on it. Paths, not open handles: a handle
+	// would keep a filesystem busy that a module wants to unmount.
+	dirty map[uint64]string
 }
 
 // Change is one modification seedinit made in the target, kept so that a
@@ -85,6 +90,37 @@ func (r *Root) record(op, name string) {
 	r.mu.Lock()
 	r.changes = append(r.changes, Change{Op: op, Path: name})
 	r.mu.Unlock()
+}
+
+// dirtied notes that the filesystem fi lives on was written to, with rel
+// (a directory or regular file on it) as where Sync finds it again.
+func (r *Root) dirtied(fi fs.FileInfo, rel string) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.dirty[st.Dev]; seen {
+		return
+	}
+	if r.dirty == nil {
+		r.dirty = map[uint64]string{}
+	}
+	r.dirty[st.Dev] = rel
+}
+
+// dirtiedAt is dirtied for a path: the node itself when it is a
+// directory (it may be a mount point), else its directory.
+func (r *Root) dirtiedAt(rel string) {
+	fi, err := r.root.Lstat(rel)
+	if err != nil || !fi.IsDir() {
+		rel = path.Dir(rel)
+		if fi, err = r.root.Stat(rel); err != nil {
+			return
+		}
+	}
+	r.dirtied(fi, rel)
 }
 
 // Changes returns the changes made since the n-th one (0: all).
@@ -385,6 +421,7 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 		if err := r.root.Chmod(dir, mode); err != nil {
 			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
 		}
+		r.dirtiedAt(path.Dir(dir))
 		r.record("mkdir", "/"+dir)
 	}
 	return nil
@@ -448,6 +485,22 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 	}
 	if err := f.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
+	}
+	// The content must be on disk before the rename can be: XFS (unlike
+	// ext4's auto_da_alloc) does not flush a file renamed over another,
+	// and a power cut between a committed rename and the data's
+	// writeback leaves an empty file where a good one was. fsync rather
+	// than fdatasync: for a new file both must commit its size and
+	// blocks, which is the whole cost, and fsync also makes the mode,
+	// owner and labels durable on filesystems that do not order metadata
+	// behind a later rename. New files are flushed too: a module that
+	// makes a file only when it is missing (a host key) would take an
+	// empty one for done. The rename itself is made durable by Sync.
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: flush to disk: %w", name, unwrapPath(err))
+	}
+	if fi, err := f.Stat(); err == nil {
+		r.dirtied(fi, path.Dir(rel))
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
@@ -513,6 +566,7 @@ func (r *Root) Symlink(dest, name string) error {
 		r.root.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
 	}
+	r.dirtiedAt(path.Dir(rel))
 	r.record("symlink", name)
 	return nil
 }
@@ -530,6 +584,7 @@ func (r *Root) Remove(name string) error {
 		}
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
 	}
+	r.dirtiedAt(path.Dir(rel))
 	r.record("remove", name)
 	return nil
 }
@@ -546,9 +601,14 @@ func (r *Root) RemoveAll(name string) error {
 	if _, err := r.root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	// Everything below rel that is not on rel's filesystem was a mount
+	// point's content, which RemoveAll cannot remove: noting rel's
+	// directory covers what it did remove.
 	if err := r.root.RemoveAll(rel); err != nil {
+		r.dirtiedAt(path.Dir(rel))
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
 	}
+	r.dirtiedAt(path.Dir(rel))
 	r.record("remove", name)
 	return nil
 }
@@ -562,6 +622,7 @@ func (r *Root) Chmod(name string, mode fs.FileMode) error {
 	if err := r.root.Chmod(rel, mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", name, unwrapPath(err))
 	}
+	r.dirtiedAt(rel)
 	r.record("chmod", name)
 	return nil
 }
@@ -575,6 +636,7 @@ func (r *Root) Chown(name string, owner Owner) error {
 	if err := r.chown(rel, owner); err != nil {
 		return fmt.Errorf("chown %s: %w", name, err)
 	}
+	r.dirtiedAt(rel)
 	r.record("chown", name)
 	return nil
 }
@@ -601,22 +663,75 @@ func (r *Root) createTemp(rel string, mode fs.FileMode) (string, *os.File, error
 	return "", nil, errors.New("could not create a temporary file")
 }
 
-// Sync makes every write so far durable with one syncfs(2) of the target's
-// filesystem. Callers sync in batches (the stages runner after each module,
-// before its semaphore) rather than fsync each file: a flush per file made
-// a boot's provisioning seconds slower on virtual disks, and the order
-// "module's files durable, then its semaphore" is what makes a re-run after
-// a power cut converge.
+// syncfs is unix.Syncfs; tests replace it to see which filesystems a Sync
+// reached.
+var syncfs = unix.Syncfs
+
+// Sync makes every write so far durable: one syncfs(2) of the target's
+// top filesystem (which also holds what commands run in the target wrote)
+// and of every other filesystem the Root wrote to since the last Sync, such
+// as /var or /home mounted inside the target. Callers sync in batches (the
+// stages runner after each module, before its semaphore), so that "the
+// module's files are durable, then its semaphore is written" holds and a
+// re-run after a power cut converges; each file's own content was flushed
+// before its rename.
 func (r *Root) Sync() error {
-	d, err := r.root.Open(".")
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", r.dir, unwrapPath(err))
+	r.mu.Lock()
+	dirty := r.dirty
+	r.dirty = nil
+	r.mu.Unlock()
+	var errs []error
+	done := map[uint64]bool{}
+	if err := r.syncAt(".", 0, done); err != nil {
+		errs = append(errs, err)
 	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fmt.Errorf("sync %s: %w", r.dir, err)
+	devs := make([]uint64, 0, len(dirty))
+	for dev := range dirty {
+		devs = append(devs, dev)
 	}
-	return nil
+	slices.Sort(devs)
+	for _, dev := range devs {
+		if done[dev] {
+			continue
+		}
+		if err := r.syncAt(dirty[dev], dev, done); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncAt syncs the filesystem of rel, or of its nearest existing parent
+// when rel was removed since (a removed node's directory is on its
+// filesystem). When dev is not 0 and rel is no longer on that filesystem,
+// the filesystem was unmounted, which flushed it, or something else was
+// mounted over rel: the target's top was synced already, and there is
+// nothing left to reach.
+func (r *Root) syncAt(rel string, dev uint64, done map[uint64]bool) error {
+	for {
+		f, err := r.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if errors.Is(err, fs.ErrNotExist) && rel != "." {
+			rel = path.Dir(rel)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), unwrapPath(err))
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if (dev != 0 && st.Dev != dev) || done[st.Dev] {
+			return nil
+		}
+		done[st.Dev] = true
+		if err := syncfs(int(f.Fd())); err != nil {
+			return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
+		}
+		return nil
+	}
 }
 
 // removeStaleTemps removes the temporary files tempName made for rel.
