@@ -14,7 +14,6 @@ package target
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,6 +28,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // maxSymlinks matches the kernel's MAXSYMLINKS: deeper chains are loops.
@@ -752,9 +753,12 @@ func (r *Root) removeStaleTemps(rel string) {
 	}
 }
 
+// tempName is a name beside rel that no one else uses. Its randomness only
+// has to avoid collisions, so it comes from earlyrand: PID 1 must not wait
+// for the kernel's pool to be initialised to write a file.
 func tempName(rel string) string {
 	var b [6]byte
-	rand.Read(b[:])
+	earlyrand.Read(b[:])
 	return path.Join(path.Dir(rel), "."+path.Base(rel)+".seedinit-"+hex.EncodeToString(b[:]))
 }
 
