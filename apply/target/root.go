@@ -7,9 +7,10 @@
 // no path handed to a Root ever reaches outside it. On top of that resolution
 // every operation goes through os.Root, which refuses an escape even if the
 // tree changes under us between the two steps. Writes are atomic: a temporary
-// file in the same directory gets its content, mode and owner and is renamed
-// over the old one, so a reader sees the old file or the new, never a mix;
-// Sync makes a batch of writes durable.
+// file in the same directory gets its content, owner, mode and the security
+// labels of the file it replaces, is flushed to disk and is renamed over the
+// old one, so a reader sees the old file or the new, never a mix, even after
+// a power cut; Sync makes a batch of renames durable.
 package target
 
 import (
@@ -74,6 +75,7 @@ type Root struct {
 
 	mu      sync.Mutex
 	changes []Change
+	metas   []changeMeta // one per change
 	// dirty maps each filesystem written to since the last Sync (st_dev)
 	// to a target-relative path on it. Paths, not open handles: a handle
 	// would keep a filesystem busy that a module wants to unmount.
@@ -87,9 +89,16 @@ type Change struct {
 	Path string // as the caller named it
 }
 
-func (r *Root) record(op, name string) {
+// changeMeta is what a relabel needs to know about a change.
+type changeMeta struct {
+	rel   string // resolved, target-relative; "" for a removal
+	fresh bool   // no security label carried over (see Touched)
+}
+
+func (r *Root) record(op, name, rel string, fresh bool) {
 	r.mu.Lock()
 	r.changes = append(r.changes, Change{Op: op, Path: name})
+	r.metas = append(r.metas, changeMeta{rel: rel, fresh: fresh})
 	r.mu.Unlock()
 }
 
@@ -423,13 +432,14 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
 		}
 		r.dirtiedAt(path.Dir(dir))
-		r.record("mkdir", "/"+dir)
+		r.record("mkdir", "/"+dir, dir, true)
 	}
 	return nil
 }
 
-// WriteFile replaces name with data atomically, with mode and owner set
-// before the file appears under its name. Missing parent directories are
+// WriteFile replaces name with data atomically, with owner, mode and the
+// replaced file's security labels set before the file appears under its
+// name. Missing parent directories are
 // created 0755, owned by root. A symlink at name is followed: the file it
 // points to (inside the target) is replaced, as a plain write would.
 func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
@@ -487,6 +497,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 	if err := f.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
 	}
+	labelled := r.labelFile(rel, f)
 	// The content must be on disk before the rename can be: XFS (unlike
 	// ext4's auto_da_alloc) does not flush a file renamed over another,
 	// and a power cut between a committed rename and the data's
@@ -510,7 +521,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
 	committed = true
-	r.record("write", name)
+	r.record("write", name, rel, !labelled)
 	return nil
 }
 
@@ -563,12 +574,13 @@ func (r *Root) Symlink(dest, name string) error {
 	if err := r.root.Symlink(dest, tmp); err != nil {
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
 	}
+	labelled := r.labelLink(rel, tmp)
 	if err := r.root.Rename(tmp, rel); err != nil {
 		r.root.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
 	}
 	r.dirtiedAt(path.Dir(rel))
-	r.record("symlink", name)
+	r.record("symlink", name, rel, !labelled)
 	return nil
 }
 
@@ -586,7 +598,7 @@ func (r *Root) Remove(name string) error {
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
 	}
 	r.dirtiedAt(path.Dir(rel))
-	r.record("remove", name)
+	r.record("remove", name, "", false)
 	return nil
 }
 
@@ -610,7 +622,7 @@ func (r *Root) RemoveAll(name string) error {
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
 	}
 	r.dirtiedAt(path.Dir(rel))
-	r.record("remove", name)
+	r.record("remove", name, "", false)
 	return nil
 }
 
@@ -624,7 +636,7 @@ func (r *Root) Chmod(name string, mode fs.FileMode) error {
 		return fmt.Errorf("chmod %s: %w", name, unwrapPath(err))
 	}
 	r.dirtiedAt(rel)
-	r.record("chmod", name)
+	r.record("chmod", name, rel, false)
 	return nil
 }
 
@@ -638,7 +650,7 @@ func (r *Root) Chown(name string, owner Owner) error {
 		return fmt.Errorf("chown %s: %w", name, err)
 	}
 	r.dirtiedAt(rel)
-	r.record("chown", name)
+	r.record("chown", name, rel, false)
 	return nil
 }
 

@@ -1,0 +1,191 @@
+package target
+
+import (
+	"errors"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A file replaced by rename is a new inode: the security labels of the
+// file it replaces (SELinux's security.selinux, Smack's security.SMACK64)
+// are gone unless they are carried over. On an enforcing SELinux system
+// an authorized_keys or sshd_config that lost its label is one sshd may
+// not read, so WriteFile and Symlink copy the replaced node's security.*
+// attributes onto the temporary one before the rename.
+
+// dropsOnWrite are the security attributes that describe the old content
+// or grant privileges, which the kernel itself removes when a file is
+// written or changes owner: file capabilities (they would hand the old
+// binary's privileges to whatever the new content is), IMA's hash or
+// signature of the old content (appraisal would then refuse the file) and
+// EVM's HMAC over the old metadata (which would no longer verify). They
+// are never copied.
+var dropsOnWrite = map[string]bool{
+	"security.capability": true,
+	"security.ima":        true,
+	"security.evm":        true,
+}
+
+// carryLabels copies the security labels of dir/old (not followed) with
+// set, which puts one attribute on the new node; dir is an open handle on
+// the directory both live in. It reports whether the new node now has
+// what the old one had: false when nothing was at old, or when the labels
+// could not be read or set (no /proc, an unprivileged run, an LSM that
+// refuses). That is never an error of the write: a file with the label
+// the kernel gave it is better than no file, and the run's relabel
+// (stages) takes care of every node for which this returned false.
+func carryLabels(dir *os.File, old string, set func(name string, value []byte) error) bool {
+	// There is no getxattrat(2) before Linux 6.13: the node is named
+	// through the directory's handle, which keeps the lookup inside the
+	// target, and /proc/self/fd; the L calls do not follow old itself.
+	p := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + old
+	names, err := listXattrs(p)
+	if errors.Is(err, unix.ENOTSUP) {
+		return true // the filesystem keeps no attributes: none to carry
+	}
+	if err != nil {
+		return false
+	}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "security.") || dropsOnWrite[name] {
+			continue
+		}
+		value, err := getXattr(p, name)
+		if errors.Is(err, unix.ENODATA) {
+			continue // removed since the listing
+		}
+		if err != nil || set(name, value) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func listXattrs(p string) ([]string, error) {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Llistxattr(p, buf)
+		if errors.Is(err, unix.ERANGE) {
+			size, err := unix.Llistxattr(p, nil)
+			if err != nil {
+				return nil, err
+			}
+			buf = make([]byte, size+64)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, name := range strings.Split(string(buf[:n]), "\x00") {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+		return names, nil
+	}
+}
+
+func getXattr(p, name string) ([]byte, error) {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Lgetxattr(p, name, buf)
+		if errors.Is(err, unix.ERANGE) {
+			size, err := unix.Lgetxattr(p, name, nil)
+			if err != nil {
+				return nil, err
+			}
+			buf = make([]byte, size+64)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+}
+
+// labelFile carries the labels of rel, if something is there, onto the
+// open temporary file f that is about to replace it.
+func (r *Root) labelFile(rel string, f *os.File) bool {
+	dir, err := r.root.Open(path.Dir(rel))
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	fd := int(f.Fd())
+	return carryLabels(dir, path.Base(rel), func(name string, value []byte) error {
+		return unix.Fsetxattr(fd, name, value, 0)
+	})
+}
+
+// labelLink carries the labels of rel onto the temporary symlink tmp, in
+// the same directory, that is about to replace it.
+func (r *Root) labelLink(rel, tmp string) bool {
+	dir, err := r.root.Open(path.Dir(rel))
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	to := "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + path.Base(tmp)
+	return carryLabels(dir, path.Base(rel), func(name string, value []byte) error {
+		return unix.Lsetxattr(to, name, value, 0)
+	})
+}
+
+// Touched is a path that changes since some point wrote, made, linked or
+// changed the mode or owner of, as it is now in the target.
+type Touched struct {
+	// Path is absolute in the target, symlinks in its directories
+	// resolved (a symlink that was made is itself the path).
+	Path string
+	// Fresh is true when no security label was carried over from a node
+	// it replaced: a new file, directory or link, or one whose labels
+	// could not be copied. Without a relabel it has the label the kernel
+	// gave it, or none at all before a policy is loaded.
+	Fresh bool
+}
+
+// Touched lists what the changes since the n-th one left in the target,
+// each path once in the order first touched; what was removed since, or
+// is gone, is left out.
+func (r *Root) Touched(n int) []Touched {
+	r.mu.Lock()
+	var metas []changeMeta
+	if n < len(r.metas) {
+		metas = append(metas, r.metas[n:]...)
+	}
+	r.mu.Unlock()
+	index := map[string]int{}
+	var out []Touched
+	for _, m := range metas {
+		if m.rel == "" {
+			continue
+		}
+		p := "/" + m.rel
+		if m.rel == "." {
+			p = "/"
+		}
+		if i, ok := index[p]; ok {
+			out[i].Fresh = out[i].Fresh || m.fresh
+			continue
+		}
+		index[p] = len(out)
+		out = append(out, Touched{Path: p, Fresh: m.fresh})
+	}
+	kept := out[:0]
+	for _, t := range out {
+		rel := strings.TrimPrefix(t.Path, "/")
+		if rel == "" {
+			rel = "."
+		}
+		if _, err := r.root.Lstat(rel); err == nil {
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
