@@ -44,6 +44,10 @@ type Options struct {
 	ModuleTimeout time.Duration
 	// MaxUserData caps decompressed user-data (0: the decoder's 16 MiB).
 	MaxUserData int64
+	// SELinuxLoaded reports whether the running kernel has an SELinux
+	// policy loaded and the target sees it (its selinuxfs mounted in the
+	// target), which restorecon needs; nil reads the target's selinuxfs.
+	SELinuxLoaded func(root *target.Root) bool
 }
 
 // Module outcomes.
@@ -125,6 +129,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(opts.Stages) == 0 {
 		opts.Stages = apply.Stages
 	}
+	firstChange := opts.Root.ChangeCount()
 	st, err := apply.OpenState(opts.Root, opts.Seed.InstanceID, opts.Now)
 	if err != nil {
 		return nil, fmt.Errorf("run stages: %w", err)
@@ -137,7 +142,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	status.setDatasource(report.Datasource)
 
 	var prep *Prepared
-	for _, stage := range opts.Stages {
+	for i, stage := range opts.Stages {
 		res := StageResult{Stage: stage, Start: opts.Now()}
 		status.start(stage, res.Start)
 		writeStatus(opts.Root, status, opts.Log)
@@ -152,14 +157,27 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		res.Finished = opts.Now()
 		status.finish(stage, res.Finished, res.Errors, res.Warnings)
 		writeStatus(opts.Root, status, opts.Log)
+		if i == len(opts.Stages)-1 {
+			if stage == apply.StageFinal {
+				writeResult(opts.Root, status, opts.Log)
+			}
+			// Last, so that it covers every stage's files and the status,
+			// and before the sync that makes the run durable.
+			if warns, errs := relabel(ctx, opts, st, firstChange); len(warns)+len(errs) > 0 {
+				res.Warnings = append(res.Warnings, warns...)
+				res.Errors = append(res.Errors, errs...)
+				status.finish(stage, res.Finished, res.Errors, res.Warnings)
+				writeStatus(opts.Root, status, opts.Log)
+				if stage == apply.StageFinal {
+					writeResult(opts.Root, status, opts.Log)
+				}
+			}
+		}
 		if err := opts.Root.Sync(); err != nil {
 			opts.Log.Warn("sync", "error", err.Error())
 		}
 		report.Stages = append(report.Stages, res)
 		opts.Log.Info("stage finished", "stage", stage, "duration", res.Finished.Sub(res.Start).Round(time.Microsecond), "errors", len(res.Errors))
-	}
-	if opts.Stages[len(opts.Stages)-1] == apply.StageFinal {
-		writeResult(opts.Root, status, opts.Log)
 	}
 	return report, nil
 }
