@@ -122,7 +122,8 @@ func LoadPolicy(root *target.Root) (Policy, error) {
 	p.SysGIDMax = defs.number("SYS_GID_MAX", p.GIDMin-1)
 	p.UserGroups = defs.boolean("USERGROUPS_ENAB", true)
 	umask := defs.number("UMASK", 0o22)
-	p.HomeMode = fs.FileMode(defs.number("HOME_MODE", 0o777&^umask)) & fs.ModePerm
+	// useradd chmods the home with HOME_MODE as it is, setgid included.
+	p.HomeMode = target.UnixMode(uint32(defs.number("HOME_MODE", 0o777&^umask)) & 0o7777)
 	p.PassMinDays = defs.number("PASS_MIN_DAYS", -1)
 	p.PassMaxDays = defs.number("PASS_MAX_DAYS", -1)
 	p.PassWarnAge = defs.number("PASS_WARN_AGE", -1)

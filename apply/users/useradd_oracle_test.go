@@ -48,6 +48,11 @@ func TestPolicyMatchesUseradd(t *testing.T) {
 			users:     []subIDCase{regularUser("bob")},
 		},
 		{
+			name:      "HOME_MODE with setgid",
+			loginDefs: "HOME_MODE 02750\n",
+			users:     []subIDCase{regularUser("bob")},
+		},
+		{
 			name:      "UMASK without HOME_MODE",
 			loginDefs: "UMASK 027\n",
 			users:     []subIDCase{regularUser("bob")},
