@@ -103,7 +103,7 @@ func (r *Root) record(op, name, rel string, fresh bool) {
 }
 
 // dirtied notes that the filesystem fi lives on was written to, with rel
-// (a directory or regular file on it) as where Sync finds it again.
+// (a directory on it) as where Sync finds it again.
 func (r *Root) dirtied(fi fs.FileInfo, rel string) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -438,10 +438,10 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 }
 
 // WriteFile replaces name with data atomically, with owner, mode and the
-// replaced file's security labels set before the file appears under its
-// name. Missing parent directories are
-// created 0755, owned by root. A symlink at name is followed: the file it
-// points to (inside the target) is replaced, as a plain write would.
+// replaced file's security labels set and the content on disk before the
+// file appears under its name. Missing parent directories are created
+// 0755, owned by root. A symlink at name is followed: the file it points
+// to (inside the target) is replaced, as a plain write would.
 func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
 	return r.writeFile(name, mode, owner, false, func(f *os.File) error {
 		_, err := f.Write(data)
@@ -614,9 +614,7 @@ func (r *Root) RemoveAll(name string) error {
 	if _, err := r.root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	// Everything below rel that is not on rel's filesystem was a mount
-	// point's content, which RemoveAll cannot remove: noting rel's
-	// directory covers what it did remove.
+	// A RemoveAll that failed may still have removed part of the tree.
 	if err := r.root.RemoveAll(rel); err != nil {
 		r.dirtiedAt(path.Dir(rel))
 		return fmt.Errorf("remove %s: %w", name, unwrapPath(err))
@@ -695,7 +693,7 @@ func (r *Root) Sync() error {
 	r.mu.Unlock()
 	var errs []error
 	done := map[uint64]bool{}
-	if err := r.syncAt(".", 0, done); err != nil {
+	if err := r.syncAt(".", 0, false, done); err != nil {
 		errs = append(errs, err)
 	}
 	devs := make([]uint64, 0, len(dirty))
@@ -707,44 +705,42 @@ func (r *Root) Sync() error {
 		if done[dev] {
 			continue
 		}
-		if err := r.syncAt(dirty[dev], dev, done); err != nil {
+		if err := r.syncAt(dirty[dev], dev, true, done); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// syncAt syncs the filesystem of rel, or of its nearest existing parent
-// when rel was removed since (a removed node's directory is on its
-// filesystem). When dev is not 0 and rel is no longer on that filesystem,
-// the filesystem was unmounted, which flushed it, or something else was
-// mounted over rel: the target's top was synced already, and there is
-// nothing left to reach.
-func (r *Root) syncAt(rel string, dev uint64, done map[uint64]bool) error {
-	for {
-		f, err := r.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if errors.Is(err, fs.ErrNotExist) && rel != "." {
-			rel = path.Dir(rel)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), unwrapPath(err))
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if (dev != 0 && st.Dev != dev) || done[st.Dev] {
-			return nil
-		}
-		done[st.Dev] = true
-		if err := syncfs(int(f.Fd())); err != nil {
-			return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
-		}
+// syncAt syncs the filesystem of the directory rel, or of its nearest
+// existing parent when rel was removed since (a removed directory's parent
+// is on its filesystem). With onDev set, a filesystem other than dev found
+// there is left alone: dev was unmounted, which flushed it, or something
+// was mounted over rel, and the target's top, synced first, holds what is
+// under that mount.
+func (r *Root) syncAt(rel string, dev uint64, onDev bool, done map[uint64]bool) error {
+	f, err := r.root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	for (errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) && rel != "." {
+		rel = path.Dir(rel)
+		f, err = r.root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if (onDev && st.Dev != dev) || done[st.Dev] {
 		return nil
 	}
+	done[st.Dev] = true
+	if err := syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
+	}
+	return nil
 }
 
 // removeStaleTemps removes the temporary files tempName made for rel.
