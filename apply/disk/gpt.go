@@ -2,10 +2,12 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"unicode/utf16"
 )
@@ -194,12 +196,17 @@ func (g *GPT) parseEntries() error {
 			return fmt.Errorf("partition %d [%d, %d] lies outside the usable area [%d, %d]",
 				e.Number, e.FirstLBA, e.LastLBA, g.Header.FirstUsableLBA, g.Header.LastUsableLBA)
 		}
-		for _, o := range g.Entries {
-			if overlaps(e.FirstLBA, e.LastLBA, o.FirstLBA, o.LastLBA) {
-				return fmt.Errorf("partitions %d and %d overlap", o.Number, e.Number)
-			}
-		}
 		g.Entries = append(g.Entries, e)
+	}
+	// Sorted by start, a partition can only overlap the one before it. A
+	// table may hold thousands of entries, and comparing every pair cost a
+	// quarter of a second per read of a hostile one.
+	byStart := slices.Clone(g.Entries)
+	slices.SortFunc(byStart, func(a, b GPTEntry) int { return cmp.Compare(a.FirstLBA, b.FirstLBA) })
+	for i := 1; i < len(byStart); i++ {
+		if a, b := byStart[i-1], byStart[i]; overlaps(a.FirstLBA, a.LastLBA, b.FirstLBA, b.LastLBA) {
+			return fmt.Errorf("partitions %d and %d overlap", min(a.Number, b.Number), max(a.Number, b.Number))
+		}
 	}
 	return nil
 }
