@@ -158,6 +158,12 @@ func readGPTAt(dev Device, lba uint64, ss int, diskSectors uint64) (*GPT, error)
 	if overlaps(h.EntriesLBA, h.EntriesLBA+n-1, h.FirstUsableLBA, h.LastUsableLBA) {
 		return nil, fmt.Errorf("partition entries at LBA %d overlap the usable area [%d, %d]", h.EntriesLBA, h.FirstUsableLBA, h.LastUsableLBA)
 	}
+	// The spec's place for a backup's entries, which a restored primary
+	// (before the usable area) therefore never overwrites while the
+	// backup is all the disk has.
+	if lba != 1 && (h.EntriesLBA <= h.LastUsableLBA || h.EntriesLBA+n > lba) {
+		return nil, fmt.Errorf("backup partition entries at LBA %d (%d sectors) are not between the usable area's end %d and the header", h.EntriesLBA, n, h.LastUsableLBA)
+	}
 	raw := make([]byte, h.entriesBytes())
 	if err := readFull(dev, raw, int64(h.EntriesLBA)*int64(ss)); err != nil {
 		return nil, fmt.Errorf("read partition entries: %w", err)

@@ -60,10 +60,10 @@ type Result struct {
 	// with, below Fudge sectors; 0 when the partition cannot grow at all.
 	CouldGrowBy uint64
 	Fudge       uint64
-	// Repaired lists damage that was fixed (or would be, in a dry run)
-	// even though the partition did not grow: a primary GPT restored from
-	// its backup after an interrupted grow, a missing backup, a stale
-	// protective MBR.
+	// Repaired lists damage that was fixed (or would be, in a dry run):
+	// a primary GPT restored from its backup before a grow or instead of
+	// one, and, when the partition did not grow, a missing backup, a
+	// backup short of a grown disk's end, a stale protective MBR.
 	Repaired []string
 	// Kernel says what the running kernel was told (BLKPG), if anything.
 	Kernel string
@@ -202,6 +202,48 @@ func planWrite(dev Device, what string, lba uint64, data []byte) (diskWrite, err
 
 func (w diskWrite) needed() bool { return !bytes.Equal(w.orig, w.data) }
 
+// plan is the writes of a change in the order they must reach the disk,
+// and a view of the disk as they will leave it: each write is planned (and
+// what it overwrites recorded) against what the writes before it leave, so
+// one plan can restore a table and then grow it, and a dry run can show
+// both without writing.
+type plan struct {
+	dev    Device
+	writes []diskWrite
+}
+
+func (p *plan) ReadAt(b []byte, off int64) (int, error) {
+	n, err := p.dev.ReadAt(b, off)
+	for _, w := range p.writes {
+		wo := int64(w.lba) * int64(p.dev.SectorSize())
+		lo, hi := max(off, wo), min(off+int64(n), wo+int64(len(w.data)))
+		if lo < hi {
+			copy(b[lo-off:hi-off], w.data[lo-wo:hi-wo])
+		}
+	}
+	return n, err
+}
+
+func (p *plan) WriteAt([]byte, int64) (int, error) {
+	return 0, errors.New("write to a plan: plans take writes through add")
+}
+
+func (p *plan) Size() int64     { return p.dev.Size() }
+func (p *plan) SectorSize() int { return p.dev.SectorSize() }
+func (p *plan) Sync() error     { return nil }
+
+// add plans writing data at lba, unless the disk will hold it already.
+func (p *plan) add(what string, lba uint64, data []byte) error {
+	w, err := planWrite(p, what, lba, data)
+	if err != nil {
+		return err
+	}
+	if w.needed() {
+		p.writes = append(p.writes, w)
+	}
+	return nil
+}
+
 // applyWrites writes in order, each checked before (still what was read) and
 // after (reads back what was written), then syncs.
 func applyWrites(dev Device, writes []diskWrite) error {
@@ -280,41 +322,100 @@ func growGPT(dev Device, g *GPT, res *Result, opt GrowOptions) error {
 		return fmt.Errorf("primary partition entries at LBA %d (%d sectors) would overlap the first usable LBA %d", primaryEntriesLBA, entSectors, g.Header.FirstUsableLBA)
 	}
 
-	var writes []diskWrite
+	// The writes are ordered so that a cut (power lost, the process
+	// killed, a write torn or lost) at any byte leaves a GPT that readers
+	// find, valid by its CRCs, holding the old table or the new one. Each
+	// write lies wholly outside the copy that keeps the disk readable while
+	// it is written (a header and its entries), and applyWrites syncs it
+	// before the next one starts, so however a write is torn it can only
+	// break the copy it belongs to, and no write can land before the one
+	// it relies on:
+	//  1. A damaged primary is restored from the backup, first. Until then
+	//     the backup is the only copy, and step 2 rewrites the backup in
+	//     place when the disk did not grow: growing first could tear the
+	//     only copy. While the primary is written, the backup at the disk's
+	//     end keeps the disk readable. A backup short of the end (the disk
+	//     grew) is reached only through the primary header this step
+	//     rewrites, so before that the disk's last sector gets a header of
+	//     its own over that backup's entries where they lie (moving them
+	//     could overwrite them: the disk may have grown by less than they
+	//     take).
+	//  2. The backup, entries and header, at the disk's end: the primary,
+	//     valid by now, keeps the disk readable.
+	//  3. The primary: the backup at the disk's end, where readers look
+	//     when the primary is bad, keeps the disk readable.
+	//  4. The protective MBR, last: only its size (and CHS end) changes,
+	//     which nothing reads to find the GPT (the kernel checks its type
+	//     and start and at most logs a stale size), so a torn or missing
+	//     update of it costs nothing.
+	// A damaged backup needs no step of its own: the valid primary keeps
+	// the disk readable while step 2 replaces the backup.
+	p := &plan{dev: dev}
+	before := g
+	if g.FromBackup {
+		if err := g.planPrimaryRepair(p, sectors, newLastUsable); err != nil {
+			return err
+		}
+		res.Repaired = describe(p.writes)
+		restored, err := ReadGPT(p)
+		if err == nil && restored.FromBackup {
+			err = restored.PrimaryErr
+		}
+		if err != nil {
+			return fmt.Errorf("plan the primary GPT's repair: it would not read back: %w", err)
+		}
+		g = restored
+	}
 	var err error
 	if grow {
 		ng := g.clone()
 		ng.setLastLBA(e.Number, res.NewEnd())
-		writes, err = ng.placement(dev, sectors-1, primaryEntriesLBA, newLastUsable, true, true)
+		err = ng.placement(p, sectors-1, g.Header.EntriesLBA, newLastUsable, true, true)
 	} else {
-		writes, err = g.repairs(dev, sectors, primaryEntriesLBA, newLastUsable)
+		err = g.repairs(p, sectors, newLastUsable)
 	}
 	if err != nil {
 		return err
 	}
 	alt := g.Header.AlternateLBA
-	spansDisk := grow || g.FromBackup || alt == sectors-1 || alt < sectors-1 && newLastUsable >= g.Header.LastUsableLBA
-	if pm, ok, err := protectiveMBRWrite(dev, sectors, spansDisk); err != nil {
+	spansDisk := grow || alt == sectors-1 || alt < sectors-1 && newLastUsable >= g.Header.LastUsableLBA
+	if err := protectiveMBRWrite(p, sectors, spansDisk); err != nil {
 		return err
-	} else if ok {
-		writes = append(writes, pm)
-	}
-	var needed []diskWrite
-	for _, w := range writes {
-		if w.needed() {
-			needed = append(needed, w)
-		}
 	}
 	if !grow {
-		res.Repaired = describe(needed)
+		res.Repaired = describe(p.writes)
 	}
-	if opt.DryRun || len(needed) == 0 {
+	if opt.DryRun || len(p.writes) == 0 {
 		return nil
 	}
-	if err := applyWrites(dev, needed); err != nil {
+	if err := applyWrites(dev, p.writes); err != nil {
 		return err
 	}
-	return verifyGPT(dev, g, res)
+	return verifyGPT(dev, before, res)
+}
+
+// planPrimaryRepair plans restoring the primary GPT from the backup g was
+// read from (step 1 of growGPT's order).
+func (g *GPT) planPrimaryRepair(p *plan, sectors, newLastUsable uint64) error {
+	h := g.Header
+	last := sectors - 1
+	lastUsable := h.LastUsableLBA
+	if h.MyLBA != last {
+		if err := p.add("backup GPT header at the disk's end", last, g.headerSector(last, 1, h.EntriesLBA, h.LastUsableLBA)); err != nil {
+			return err
+		}
+	}
+	if h.EntriesLBA+h.entriesSectors(g.SectorSize) != last {
+		// A backup header at the end over entries elsewhere (the one just
+		// planned, or one a cut left) is a bridge that the steps after
+		// this replace with a whole backup at the end. The restored
+		// primary claims the disk up to that backup already, as an
+		// undamaged table does once its backup is moved to the end; its
+		// disagreement with the bridge is what makes the later steps
+		// rewrite the bridge even when the partition does not grow.
+		lastUsable = newLastUsable
+	}
+	return p.add("primary GPT header and entries", 1, append(g.headerSector(1, last, 2, lastUsable), g.entriesRegion()...))
 }
 
 func gptNumbers(g *GPT) string {
@@ -339,84 +440,68 @@ func (g *GPT) clone() *GPT {
 // the backup copy first, so that a grow killed before the primary is
 // written leaves the old primary valid (a second run redoes the grow), and
 // a primary torn mid-write leaves a complete new backup to restore from.
-func (g *GPT) placement(dev Device, backupLBA, primaryEntriesLBA, lastUsable uint64, backup, primary bool) ([]diskWrite, error) {
-	ss := g.SectorSize
-	entSectors := g.Header.entriesSectors(ss)
-	var writes []diskWrite
+// The primary must be valid when it is planned (see growGPT).
+func (g *GPT) placement(p *plan, backupLBA, primaryEntriesLBA, lastUsable uint64, backup, primary bool) error {
+	entSectors := g.Header.entriesSectors(g.SectorSize)
 	if backup {
 		backupEntriesLBA := backupLBA - entSectors
 		region := append(g.entriesRegion(), g.headerSector(backupLBA, 1, backupEntriesLBA, lastUsable)...)
-		w, err := planWrite(dev, "backup GPT entries and header", backupEntriesLBA, region)
-		if err != nil {
-			return nil, err
-		}
-		writes = append(writes, w)
-	}
-	if primary {
-		header := g.headerSector(1, backupLBA, primaryEntriesLBA, lastUsable)
-		if primaryEntriesLBA == 2 {
-			w, err := planWrite(dev, "primary GPT header and entries", 1, append(header, g.entriesRegion()...))
-			if err != nil {
-				return nil, err
-			}
-			writes = append(writes, w)
-		} else {
-			we, err := planWrite(dev, "primary GPT entries", primaryEntriesLBA, g.entriesRegion())
-			if err != nil {
-				return nil, err
-			}
-			wh, err := planWrite(dev, "primary GPT header", 1, header)
-			if err != nil {
-				return nil, err
-			}
-			writes = append(writes, we, wh)
+		if err := p.add("backup GPT entries and header", backupEntriesLBA, region); err != nil {
+			return err
 		}
 	}
-	return writes, nil
+	if !primary {
+		return nil
+	}
+	header := g.headerSector(1, backupLBA, primaryEntriesLBA, lastUsable)
+	if primaryEntriesLBA == 2 {
+		return p.add("primary GPT header and entries", 1, append(header, g.entriesRegion()...))
+	}
+	if err := p.add("primary GPT entries", primaryEntriesLBA, g.entriesRegion()); err != nil {
+		return err
+	}
+	return p.add("primary GPT header", 1, header)
 }
 
-// repairs plans the fixes an unchanged table may need: a primary restored
-// from the backup, the backup moved to the end of a disk that grew, or a
-// backup restored from the primary where the primary says it is.
-func (g *GPT) repairs(dev Device, sectors, primaryEntriesLBA, newLastUsable uint64) ([]diskWrite, error) {
+// repairs plans the fixes an unchanged table with a valid primary may
+// need: the backup moved to the end of a disk that grew, or a backup
+// restored from the primary where the primary says it is.
+func (g *GPT) repairs(p *plan, sectors, newLastUsable uint64) error {
 	h := g.Header
-	if g.FromBackup {
-		return g.placement(dev, h.MyLBA, primaryEntriesLBA, h.LastUsableLBA, false, true)
-	}
 	alt := h.AlternateLBA
 	if alt < sectors-1 && newLastUsable >= h.LastUsableLBA {
 		// The disk grew but the partition cannot (or need not): move the
 		// backup to the disk's end anyway, as sgdisk -e would, so the table
 		// describes the whole disk and the next tools see no damage.
-		return g.placement(dev, sectors-1, h.EntriesLBA, newLastUsable, true, true)
+		return g.placement(p, sectors-1, h.EntriesLBA, newLastUsable, true, true)
 	}
 	entSectors := h.entriesSectors(g.SectorSize)
 	if alt >= sectors || alt <= h.LastUsableLBA+entSectors {
 		// Not a place we can prove is free: leave it to a human.
-		return nil, nil
+		return nil
 	}
-	b, err := readGPTAt(dev, alt, g.SectorSize, sectors)
+	b, err := readGPTAt(p, alt, g.SectorSize, sectors)
 	if err == nil && bytes.Equal(b.rawEntries, g.rawEntries) && b.Header.AlternateLBA == 1 &&
 		b.Header.FirstUsableLBA == h.FirstUsableLBA && b.Header.LastUsableLBA == h.LastUsableLBA && b.Header.DiskGUID == h.DiskGUID {
-		return nil, nil
+		return nil
 	}
-	return g.placement(dev, alt, h.EntriesLBA, h.LastUsableLBA, true, false)
+	return g.placement(p, alt, h.EntriesLBA, h.LastUsableLBA, true, false)
 }
 
 // protectiveMBRWrite plans updating a protective MBR's size to the disk's
 // (as sfdisk does when it rewrites a GPT), once the table spans the disk.
 // Hybrid MBRs and disks without a protective MBR are left alone.
-func protectiveMBRWrite(dev Device, sectors uint64, spansDisk bool) (diskWrite, bool, error) {
+func protectiveMBRWrite(p *plan, sectors uint64, spansDisk bool) error {
 	if !spansDisk {
-		return diskWrite{}, false, nil
+		return nil
 	}
-	ss := dev.SectorSize()
+	ss := p.SectorSize()
 	sector := make([]byte, ss)
-	if err := readFull(dev, sector, 0); err != nil {
-		return diskWrite{}, false, fmt.Errorf("read protective MBR: %w", err)
+	if err := readFull(p, sector, 0); err != nil {
+		return fmt.Errorf("read protective MBR: %w", err)
 	}
 	if !hasBootSignature(sector) {
-		return diskWrite{}, false, nil
+		return nil
 	}
 	slot := -1
 	for i := 0; i < 4; i++ {
@@ -425,21 +510,20 @@ func protectiveMBRWrite(dev Device, sectors uint64, spansDisk bool) (diskWrite, 
 		case e.typ == typeProtective && slot < 0:
 			slot = i
 		case !e.empty():
-			return diskWrite{}, false, nil
+			return nil
 		}
 	}
 	if slot < 0 {
-		return diskWrite{}, false, nil
+		return nil
 	}
 	e := parseEntry(sector, slot)
 	want := min(sectors-uint64(e.start), 0xFFFFFFFF)
 	if e.start != 1 || uint64(e.size) == want {
-		return diskWrite{}, false, nil
+		return nil
 	}
-	m := &MBR{sectors: map[uint64][]byte{0: append([]byte(nil), sector...)}}
+	m := &MBR{sectors: map[uint64][]byte{0: sector}}
 	m.setEntrySize(0, slot, uint32(want), min(uint64(e.start)+want-1, 0xFFFFFFFF))
-	w := diskWrite{what: "protective MBR", lba: 0, data: m.sectors[0], orig: sector}
-	return w, true, nil
+	return p.add("protective MBR", 0, m.sectors[0])
 }
 
 // verifyGPT re-reads the table after a write: the primary and the backup

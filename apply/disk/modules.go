@@ -125,7 +125,12 @@ func runGrowpart(ctx context.Context, env *apply.Env) error {
 			errs = append(errs, fmt.Errorf("growpart: devices item %d (%s): %w", i, entry, err))
 		case res.Changed:
 			env.Log.Info(fmt.Sprintf("'%s' resized: changed (%s, %d) from %d to %d", entry, res.Disk, res.Partition,
-				res.OldSize*uint64(res.SectorSize), res.NewSize*uint64(res.SectorSize)), "kernel", res.Kernel)
+				res.OldSize*uint64(res.SectorSize), res.NewSize*uint64(res.SectorSize)), "repaired", res.Repaired, "kernel", res.Kernel)
+		case len(res.Repaired) > 0:
+			// A damaged table put right is worth the log even when the
+			// partition stays as it was.
+			env.Log.Info(fmt.Sprintf("'%s' NOCHANGE: no change necessary (%s, %d); partition table repaired", entry, res.Disk, res.Partition),
+				"line", res.String(), "repaired", res.Repaired, "kernel", res.Kernel)
 		default:
 			env.Log.Debug(fmt.Sprintf("'%s' NOCHANGE: no change necessary (%s, %d)", entry, res.Disk, res.Partition),
 				"line", res.String(), "repaired", res.Repaired, "kernel", res.Kernel)

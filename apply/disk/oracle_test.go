@@ -85,6 +85,29 @@ func TestGrowMatchesGrowpart(t *testing.T) {
 			name: "gpt below the fudge", grow: 100*mib + 512*kib, partnum: 1,
 			make: func(t *testing.T, p string) { writeGPT(t, p, 100*mib, 512, []testPart{{2048, 204766, "root"}}) },
 		},
+		// A damaged copy, with room to grow inside the disk (growpart
+		// cannot find a damaged primary's backup once the disk grew).
+		{
+			name: "gpt primary header CRC bad", grow: 100 * mib, partnum: 2,
+			make: func(t *testing.T, p string) {
+				writeGPT(t, p, 100*mib, 512, []testPart{{2048, 43007, "boot"}, {43008, 104447, "root"}})
+				xorAt(func(int64) int64 { return 512 + 16 })(t, p)
+			},
+		},
+		{
+			name: "gpt primary entries CRC bad", grow: 100 * mib, partnum: 2,
+			make: func(t *testing.T, p string) {
+				writeGPT(t, p, 100*mib, 512, []testPart{{2048, 43007, "boot"}, {43008, 104447, "root"}})
+				xorAt(func(int64) int64 { return 2*512 + 128 + 56 })(t, p)
+			},
+		},
+		{
+			name: "gpt backup header CRC bad", grow: 100 * mib, partnum: 2,
+			make: func(t *testing.T, p string) {
+				writeGPT(t, p, 100*mib, 512, []testPart{{2048, 43007, "boot"}, {43008, 104447, "root"}})
+				xorAt(func(n int64) int64 { return (n-1)*512 + 16 })(t, p)
+			},
+		},
 		{
 			name: "dos primary", grow: 300 * mib, partnum: 2,
 			make: func(t *testing.T, p string) {
@@ -144,9 +167,33 @@ func TestGrowMatchesGrowpart(t *testing.T) {
 				if err != nil || !strings.Contains(string(out), "No problems found") {
 					t.Errorf("sgdisk -v: %v\n%s", err, out)
 				}
+				if res.Changed {
+					// Both headers and the entries, byte for byte. The
+					// first sector is the MBR, whose CHS fields sfdisk
+					// writes where the test's protective MBR has none.
+					ourBackup, theirBackup := sgdiskBackup(t, ours), sgdiskBackup(t, theirs)
+					if !bytes.Equal(ourBackup[512:], theirBackup[512:]) {
+						t.Errorf("sgdisk --backup of the two tables differ")
+					}
+				}
 			}
 		})
 	}
+}
+
+// sgdiskBackup is `sgdisk --backup`'s file: the MBR, the primary and backup
+// headers and the entries.
+func sgdiskBackup(t *testing.T, path string) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "backup")
+	if out, err := exec.Command("sgdisk", "--backup="+file, path).CombinedOutput(); err != nil {
+		t.Fatalf("sgdisk --backup %s: %v\n%s", path, err, out)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func dropLastLBA(dump string) string {
