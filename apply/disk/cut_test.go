@@ -293,6 +293,8 @@ func TestGrowGPTCutAnywhere(t *testing.T) {
 		{name: "primary header CRC bad", parts: room, grown: size, damage: primaryHeaderCRC, wantChanged: true},
 		{name: "primary header gone", parts: room, grown: size, damage: primaryHeader, wantChanged: true},
 		{name: "primary entries CRC bad", parts: room, grown: size, damage: primaryEntries, wantChanged: true},
+		{name: "primary entries CRC bad, the disk grew", parts: room, grown: 2 * size, damage: primaryEntries, wantChanged: true},
+		{name: "primary entries CRC bad, the disk grew a little", parts: full, grown: size + 16*512, damage: primaryEntries},
 		{name: "primary entries CRC bad, nothing to grow", parts: full, grown: size, damage: primaryEntries},
 		{name: "backup header CRC bad", parts: room, grown: size, damage: backupHeaderCRC, wantChanged: true},
 		{name: "backup entries CRC bad", parts: room, grown: size, damage: backupEntries, wantChanged: true},

@@ -75,7 +75,7 @@ type GPT struct {
 	Header  GPTHeader
 	Entries []GPTEntry
 	// FromBackup is true when the primary header or its entries were
-	// invalid and the table came from the backup at the disk's last sector.
+	// invalid and the table came from a backup (Header.MyLBA says which).
 	FromBackup bool
 	// PrimaryErr says why the primary was not used.
 	PrimaryErr error
@@ -134,17 +134,22 @@ func headerCRC(raw []byte) uint32 {
 	return crc32.ChecksumIEEE(c)
 }
 
-// readGPTAt reads and validates the header at lba, its entry array and
-// the entries' layout on a disk of diskSectors sectors.
-func readGPTAt(dev Device, lba uint64, ss int, diskSectors uint64) (*GPT, error) {
+// readGPTHeaderAt reads and validates the header sector at lba alone.
+func readGPTHeaderAt(dev Device, lba uint64, ss int, diskSectors uint64) (GPTHeader, error) {
 	if lba >= diskSectors {
-		return nil, fmt.Errorf("LBA %d is past the disk's end (%d sectors)", lba, diskSectors)
+		return GPTHeader{}, fmt.Errorf("LBA %d is past the disk's end (%d sectors)", lba, diskSectors)
 	}
 	sector := make([]byte, ss)
 	if err := readFull(dev, sector, int64(lba)*int64(ss)); err != nil {
-		return nil, err
+		return GPTHeader{}, err
 	}
-	h, err := parseGPTHeader(sector, lba)
+	return parseGPTHeader(sector, lba)
+}
+
+// readGPTAt reads and validates the header at lba, its entry array and
+// the entries' layout on a disk of diskSectors sectors.
+func readGPTAt(dev Device, lba uint64, ss int, diskSectors uint64) (*GPT, error) {
+	h, err := readGPTHeaderAt(dev, lba, ss, diskSectors)
 	if err != nil {
 		return nil, err
 	}
@@ -231,9 +236,13 @@ func decodeUTF16Name(b []byte) string {
 	return string(utf16.Decode(u))
 }
 
-// ReadGPT reads the GPT of dev: the primary at LBA 1, or, when the primary
-// or its entries are damaged, the backup at the disk's last sector (where
-// an interrupted grow leaves a complete new copy).
+// ReadGPT reads the GPT of dev: the primary at LBA 1 or, when the primary
+// or its entries are damaged, a backup. When the primary header itself is
+// intact (only its entries are damaged) the backup it names comes first,
+// as in gdisk: it is the copy that header describes, and on a disk that
+// grew since the table was written it is short of the end. Else, or when
+// that one is damaged too, the backup at the disk's last sector, where the
+// kernel looks and where a grow leaves its new copy first.
 func ReadGPT(dev Device) (*GPT, error) {
 	ss := dev.SectorSize()
 	sectors := uint64(dev.Size()) / uint64(ss)
@@ -244,13 +253,42 @@ func ReadGPT(dev Device) (*GPT, error) {
 	if perr == nil {
 		return g, nil
 	}
-	g, berr := readGPTAt(dev, sectors-1, ss, sectors)
-	if berr != nil {
-		return nil, fmt.Errorf("read GPT: primary header at LBA 1: %w; backup header at LBA %d: %w", perr, sectors-1, berr)
+	last := sectors - 1
+	ph, herr := readGPTHeaderAt(dev, 1, ss, sectors)
+	// An intact primary header says which disk this is. A valid table
+	// that names another disk is not this table's backup: it is what an
+	// image written over a disk that had a GPT leaves at the disk's end.
+	readBackup := func(lba uint64) (*GPT, error) {
+		b, err := readGPTAt(dev, lba, ss, sectors)
+		if err == nil && herr == nil && b.Header.DiskGUID != ph.DiskGUID {
+			return nil, fmt.Errorf("disk GUID %s is not the primary header's %s", b.Header.DiskGUID, ph.DiskGUID)
+		}
+		return b, err
 	}
-	g.FromBackup = true
-	g.PrimaryErr = perr
-	return g, nil
+	var berrs []error
+	if alt := ph.AlternateLBA; herr == nil && alt > 1 && alt < last {
+		b, err := readBackup(alt)
+		if err == nil {
+			b.FromBackup, b.PrimaryErr = true, perr
+			return b, nil
+		}
+		berrs = append(berrs, fmt.Errorf("backup header at LBA %d named by the primary header: %w", alt, err))
+	}
+	b, err := readBackup(last)
+	if err == nil {
+		b.FromBackup, b.PrimaryErr = true, perr
+		return b, nil
+	}
+	berrs = append(berrs, fmt.Errorf("backup header at LBA %d: %w", last, err))
+	return nil, fmt.Errorf("read GPT: primary header at LBA 1: %w; %w", perr, joinSemicolon(berrs))
+}
+
+// joinSemicolon joins errors on one line, each still matchable by errors.Is.
+func joinSemicolon(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return fmt.Errorf("%w; %w", errs[0], joinSemicolon(errs[1:]))
 }
 
 // Entry returns partition number n.

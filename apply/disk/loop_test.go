@@ -143,8 +143,12 @@ func TestGrowLive(t *testing.T) {
 		check   []string
 		size    uint64 // partition size in sectors
 		wantErr string
+		// damage runs on the image before it is attached.
+		damage func(t *testing.T, path string)
 	}{
 		{name: "gpt xfs", table: "gpt", fstype: "xfs", mkfs: []string{"mkfs.xfs", "-q", "-f"}, check: []string{"xfs_repair", "-n"}, size: 320 * mib / 512},
+		{name: "gpt xfs, primary entries damaged", table: "gpt", fstype: "xfs", mkfs: []string{"mkfs.xfs", "-q", "-f"}, check: []string{"xfs_repair", "-n"}, size: 320 * mib / 512,
+			damage: xorAt(func(int64) int64 { return 2*512 + 56 })},
 		{name: "gpt btrfs", table: "gpt", fstype: "btrfs", mkfs: []string{"mkfs.btrfs", "-q", "-f"}, check: []string{"btrfs", "check"}, size: 160 * mib / 512},
 		{name: "dos btrfs", table: "dos", fstype: "btrfs", mkfs: []string{"mkfs.btrfs", "-q", "-f"}, check: []string{"btrfs", "check"}, size: 160 * mib / 512},
 		{name: "logical xfs", table: "logical", fstype: "xfs", mkfs: []string{"mkfs.xfs", "-q", "-f"}, check: []string{"xfs_repair", "-n"}, size: 320 * mib / 512},
@@ -171,6 +175,9 @@ func TestGrowLive(t *testing.T) {
 				initial += start * 512
 				writeMBR(t, img, initial, []mbrPart{{0x05, start, uint32(start + tt.size)}}, []mbrPart{{0x83, 2 * start, uint32(tt.size)}})
 			}
+			if tt.damage != nil {
+				tt.damage(t, img)
+			}
 			loop := attachLoop(t, img)
 			node := addPartition(t, loop, pno, pstart, tt.size)
 			run(t, tt.mkfs[0], append(tt.mkfs[1:], node)...)
@@ -186,6 +193,9 @@ func TestGrowLive(t *testing.T) {
 			}
 			if !res.Changed || !strings.HasPrefix(res.String(), "CHANGED: partition=") {
 				t.Fatalf("growpart: %s", res)
+			}
+			if tt.damage != nil && len(res.Repaired) == 0 {
+				t.Errorf("the damaged table was grown without a repair reported")
 			}
 			if !strings.Contains(res.Kernel, "kernel told") {
 				t.Errorf("kernel note %q, want it told", res.Kernel)
