@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,7 +70,18 @@ func addPartition(t *testing.T, loop string, pno int, start, size uint64) string
 			return
 		}
 		defer f.Close()
-		BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
+		// A partition left behind outlives the loop device's detach and
+		// makes the next test that gets this loop device fail with EBUSY,
+		// so a partition still busy from its unmount is waited for.
+		for range 20 {
+			if err = BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0); err != unix.EBUSY {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("BLKPG_DEL_PARTITION %s %d: %v", loop, pno, err)
+		}
 	})
 	name := PartitionName(filepath.Base(loop), pno)
 	b, err := DefaultHost.BlockDeviceByName(name)
