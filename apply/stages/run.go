@@ -21,6 +21,7 @@ import (
 	"github.com/seedinit/seedinit/apply/known"
 	"github.com/seedinit/seedinit/apply/merge"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -304,11 +305,14 @@ type moduleWorker struct {
 func (w *moduleWorker) run(job func() error) <-chan error {
 	if w.jobs == nil {
 		w.jobs = make(chan func())
-		go func(jobs <-chan func()) {
+		jobs := w.jobs
+		// Each job recovers its module's panic itself (runOne); this
+		// guards the loop, which PID 1 runs too.
+		safego.Go("stage worker", func() {
 			for job := range jobs {
 				job()
 			}
-		}(w.jobs)
+		}, nil)
 	}
 	done := make(chan error, 1)
 	w.jobs <- func() { done <- job() }

@@ -169,8 +169,19 @@ func (r *Root) Close() error { return r.root.Close() }
 // Dir is the host path of the target's top directory.
 func (r *Root) Dir() string { return r.dir }
 
-// IsHostRoot reports whether the target is the running system's own "/".
-func (r *Root) IsHostRoot() bool { return r.dir == "/" }
+// IsHostRoot reports whether the target is the running system's own "/":
+// the same directory by identity (device and inode), whatever the path it
+// was opened by ("/", "/.", a bind mount of "/").
+func (r *Root) IsHostRoot() bool {
+	var top, host unix.Stat_t
+	if err := unix.Stat(r.dir, &top); err != nil {
+		return false
+	}
+	if err := unix.Stat("/", &host); err != nil {
+		return false
+	}
+	return top.Dev == host.Dev && top.Ino == host.Ino
+}
 
 // Resolve returns the target-relative path (no leading slash, "." for the
 // top) that name refers to, with every symlink resolved inside the target.

@@ -193,3 +193,21 @@ func TestWriteFileWithRemovesStaleTemporaries(t *testing.T) {
 		t.Errorf("a failed write left files behind: %v", entries)
 	}
 }
+
+// The running system's root is known by its identity, not by the string
+// it was opened with.
+func TestIsHostRoot(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want bool
+	}{{"/", true}, {"/.", true}, {"/proc/..", true}, {t.TempDir(), false}} {
+		r, err := Open(tc.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.IsHostRoot(); got != tc.want {
+			t.Errorf("Open(%q).IsHostRoot() = %v, want %v", tc.dir, got, tc.want)
+		}
+		r.Close()
+	}
+}
