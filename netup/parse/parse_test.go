@@ -189,6 +189,29 @@ func TestV2KeepsDocumentOrder(t *testing.T) {
 	}
 }
 
+// A NIC matched by MAC and renamed with set-name keeps its nameservers
+// when PID 1 parses before the rename (the MAC still names eth0):
+// cloud-init looks the old name up and fails; the config's name wins.
+func TestV2NameserversOfARenamedNIC(t *testing.T) {
+	doc := `network:
+  version: 2
+  ethernets:
+    mgmt:
+      match: {macaddress: "52:54:00:e2:e0:61"}
+      set-name: mgmt0
+      addresses: [10.98.0.10/24]
+      nameservers: {addresses: [10.98.0.1], search: [example.net]}
+`
+	n, err := YAML([]byte(doc), Options{MACs: map[string]string{"52:54:00:e2:e0:61": "eth0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iface := n.Find("mgmt0")
+	if iface == nil || iface.DNS == nil || !cmp.Equal(iface.DNS.Nameservers, []string{"10.98.0.1"}) {
+		t.Fatalf("mgmt0's DNS = %+v", iface)
+	}
+}
+
 // seeds returns the differential test inputs with the given suffix, as a
 // fuzz seed corpus.
 func seeds(f *testing.F, suffix string) {

@@ -326,7 +326,11 @@ func (in *interpreter) v2Nameservers(section string, devices map[string]any, nam
 			in.fail(fmt.Errorf("%s: nameservers: %w", where, err))
 			return
 		}
-		if match, ok := cfg["match"].(map[string]any); ok {
+		// cloud-init looks the MAC's current name up even when set-name
+		// gives the interface another, and then finds no such interface:
+		// PID 1 parses before the rename, so a set-name with nameservers
+		// would fail every boot. The name the config gives wins.
+		if match, ok := cfg["match"].(map[string]any); ok && !yaml11.Truthy(cfg["set-name"]) {
 			if mac := match["macaddress"]; yaml11.Truthy(mac) {
 				if found, ok := in.macs[strings.ToLower(pyfmt.Str(mac))]; ok {
 					name = found
