@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/stages"
@@ -84,4 +85,55 @@ func NoteFinalStageWaiting(reason string) {
 	if os.MkdirAll(RunDir, 0o755) == nil {
 		os.WriteFile(FinalStageWaitFile, []byte(reason+"\n"), 0o644)
 	}
+}
+
+// NetworkWait bounds the final stage's wait for the interfaces handed to
+// the root's own network service, as cloud-init's final stage waits for
+// the network to be online: a service that fails must not keep the final
+// stage from running for ever; most of its modules need no network.
+const NetworkWait = 2 * time.Minute
+
+// WaitForNetwork returns once every interface in ifaces has a global
+// address again (the root's network service brought it up), or when
+// limit or ctx ends; it reports the interfaces still without one.
+func WaitForNetwork(ctx context.Context, ifaces []string, limit time.Duration, waiting func(reason string)) []string {
+	deadline := time.Now().Add(limit)
+	last := ""
+	for {
+		var down []string
+		for _, name := range ifaces {
+			if !hasGlobalAddress(name) {
+				down = append(down, name)
+			}
+		}
+		if len(down) == 0 || time.Now().After(deadline) {
+			return down
+		}
+		if reason := strings.Join(down, ", ") + " not up yet"; reason != last && waiting != nil {
+			waiting(reason)
+			last = reason
+		}
+		select {
+		case <-ctx.Done():
+			return down
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func hasGlobalAddress(name string) bool {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		return false
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if a.Scope == int(netlink.SCOPE_UNIVERSE) && a.Flags&unix.IFA_F_TENTATIVE == 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -25,25 +25,28 @@ import (
 //  1. keepStateInTarget: the random seed for the next boot and the
 //     timeline go into the target while its own filesystems (/var) are
 //     still mounted and it is writable.
-//  2. noteFinalStageWait: status.json says what the final stage will wait
-//     for, on the real /var, in case the real init never provides it.
-//  3. releaseTarget: what PID 1 mounted in the target (its fstab
+//  2. handNetworkToOS: what PID 1 configured live on the interfaces the
+//     root's own network service brings up is taken back, so that service
+//     finds them fresh (ifupdown fails on an address already there).
+//  3. noteFinalStageWait: status.json says what the final stage will wait
+//     for (those interfaces, the filesystems of 4), on the real /var, in
+//     case the real init never provides it.
+//  4. releaseTarget: what PID 1 mounted in the target (its fstab
 //     filesystems, the API filesystems lent to commands, what modules
 //     mounted) is unmounted, so that the real init finds the system as
-//     its fstab expects; it cannot come after 4 (a read-only root cannot
-//     be unmounted cleanly of busy filesystems) and must come after 1-2.
-//  4. makeAPIMountPoints: /dev, /proc, /sys and /run exist in the new
+//     its fstab expects; it must come after 1 and 3, which write there.
+//  5. makeAPIMountPoints: /dev, /proc, /sys and /run exist in the new
 //     root, made while it is still writable: switching to a root without
-//     them would fail after 5.
-//  5. restoreReadOnly: with "ro" on the command line the root goes back
+//     them would fail after 6.
+//  6. restoreReadOnly: with "ro" on the command line the root goes back
 //     to read-only, now that nothing more is written to it.
-//  6. recordTimeline in /run, which the switch carries into the new root.
-//  7. switchRoot (initramfs only): the API filesystems move, the
+//  7. recordTimeline in /run, which the switch carries into the new root.
+//  8. switchRoot (initramfs only): the API filesystems move, the
 //     initramfs is emptied, the new root becomes "/".
-//  8. startFinalStage: a child that outlives the exec runs the final
+//  9. startFinalStage: a child that outlives the exec runs the final
 //     stage once the real init has set the system up.
-//  9. execRealInit: the first init candidate that is not seedinit itself.
-//  10. rescue, when no init could be executed.
+//  10. execRealInit: the first init candidate that is not seedinit itself.
+//  11. rescue, when no init could be executed.
 func (p *PID1) handoff() {
 	log := p.logger()
 	if p.Timeline == nil {
@@ -53,6 +56,7 @@ func (p *PID1) handoff() {
 		p.rescue(errors.New("the root filesystem is not mounted"))
 	}
 	p.step("keep the boot's state in the target", p.keepStateInTarget)
+	p.step("hand the network to the root's own service", p.handNetworkToOS)
 	p.step("note what the final stage waits for", p.noteFinalStageWait)
 	p.step("release the target's mounts", p.releaseTarget)
 	if p.Initramfs {
@@ -156,15 +160,18 @@ func (p *PID1) noteFinalStageWait() error {
 		return err
 	}
 	defer root.Close()
-	return stages.NoteFinalStageWait(root, FinalStageWaitReason(p.finalWaitsFor))
+	return stages.NoteFinalStageWait(root, FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))
 }
 
 // FinalStageWaitReason is what status.json says while the final stage
 // waits for the real init.
-func FinalStageWaitReason(mounts []string) string {
+func FinalStageWaitReason(mounts, network []string) string {
 	r := "the real init: PID 1 no longer seedinit, the root writable"
 	if len(mounts) > 0 {
 		r += ", " + strings.Join(mounts, ", ") + " mounted"
+	}
+	if len(network) > 0 {
+		r += ", then " + strings.Join(network, ", ") + " up (at most " + NetworkWait.String() + ")"
 	}
 	return r
 }
@@ -247,6 +254,9 @@ func (p *PID1) startFinalStage() error {
 	if len(p.finalWaitsFor) > 0 {
 		args = append(args, "--wait-for-mounts", strings.Join(p.finalWaitsFor, ","))
 	}
+	if len(p.finalWaitsForNetwork) > 0 {
+		args = append(args, "--wait-for-network", strings.Join(p.finalWaitsForNetwork, ","))
+	}
 	cmd := exec.Command(selfExe, args...)
 	cmd.Stdout, cmd.Stderr = p.Console, p.Console
 	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
@@ -254,7 +264,7 @@ func (p *PID1) startFinalStage() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the final stage: %w", err)
 	}
-	p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor))
+	p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/seedinit/seedinit/boot/kmod"
 	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/netup/dhcp"
+	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 )
@@ -71,6 +72,11 @@ type PID1 struct {
 	// finalWaitsFor are the target's filesystems (as "/var") that the
 	// final stage waits for the real init to mount again.
 	finalWaitsFor []string
+	// liveNet is the instance's network as PID 1 applied it live;
+	// finalWaitsForNetwork the interfaces handed to the root's own
+	// network service, which the final stage waits for.
+	liveNet              *model.Network
+	finalWaitsForNetwork []string
 }
 
 // Main is PID 1: it never returns. Whatever fails or panics, it ends in

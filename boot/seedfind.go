@@ -113,6 +113,7 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	if n == nil {
 		return perr
 	}
+	p.liveNet = n
 	// The kernel would ask modprobe for bonding, 8021q or bridge, and an
 	// initramfs has none: load them first.
 	if p.modules != nil {
@@ -170,6 +171,11 @@ func (p *PID1) dropEphemeral(res *live.Result) {
 // the datasource's name beside it so status and final_message still name
 // the real source.
 func SaveSeed(s *seed.Seed) error {
+	// /run/seedinit is for everyone (the timeline, seedinit itself); the
+	// seed below it, which may hold secrets, for root only.
+	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return err
+	}
 	if err := ds.FetchToDir(s, SeedCacheDir); err != nil {
 		return err
 	}

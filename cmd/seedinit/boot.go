@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all")
 	afterHandoff := fs.Bool("after-handoff", false, "wait until PID 1 is the real init and the root is writable before running (used by PID 1 for the final stage)")
 	waitMounts := fs.String("wait-for-mounts", "", "with --after-handoff, also wait until these comma-separated mount points (in --root) are mounted")
+	waitNetwork := fs.String("wait-for-network", "", "with --after-handoff, then wait (at most 2 minutes) until these comma-separated interfaces have an address")
 	out := outputFlags(fs)
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -60,6 +62,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			mounts = strings.Split(*waitMounts, ",")
 		}
 		boot.WaitForRealInit(context.Background(), *rootDir, mounts, boot.NoteFinalStageWaiting)
+		if *waitNetwork != "" {
+			if down := boot.WaitForNetwork(context.Background(), strings.Split(*waitNetwork, ","), boot.NetworkWait, boot.NoteFinalStageWaiting); len(down) > 0 {
+				fmt.Fprintf(stderr, "seedinit: final stage: %s still without an address after %s; running anyway\n", strings.Join(down, ", "), boot.NetworkWait)
+			}
+		}
 		boot.NoteFinalStageWaiting("")
 	}
 	return runStages("run", *rootDir, *seedDir, *stageName, out, stdout, stderr)
