@@ -193,7 +193,7 @@ func saveRandomSeed(root *target.Root, machine []byte) error {
 	if _, err := unix.Getrandom(b, unix.GRND_NONBLOCK); err != nil {
 		return fmt.Errorf("read random seed: %w", err)
 	}
-	if err := root.MkdirAll(path.Dir(RandomSeedFile), 0o700, target.Owner{UID: 0, GID: 0}); err != nil {
+	if err := root.MkdirAll(path.Dir(RandomSeedFile), 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
 		return err
 	}
 	return root.WriteFile(RandomSeedFile, encodeSeed(machine, b), 0o600, target.Owner{UID: 0, GID: 0})

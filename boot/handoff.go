@@ -3,8 +3,10 @@ package boot
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/safego"
@@ -24,7 +27,9 @@ import (
 //
 //  1. keepStateInTarget: the random seed for the next boot and the
 //     timeline go into the target while its own filesystems (/var) are
-//     still mounted and it is writable.
+//     still mounted and it is writable; from an initramfs, keepBinary
+//     puts seedinit itself there, for `status`, `query` and `analyze` on
+//     the running system.
 //  2. handNetworkToOS: what PID 1 configured live on the interfaces the
 //     root's own network service brings up is taken back, so that service
 //     finds them fresh (ifupdown fails on an address already there).
@@ -56,6 +61,9 @@ func (p *PID1) handoff() {
 		p.rescue(errors.New("the root filesystem is not mounted"))
 	}
 	p.step("keep the boot's state in the target", p.keepStateInTarget)
+	if p.Initramfs && !p.Opts.Disable {
+		p.step("keep seedinit for the running system", p.keepBinary)
+	}
 	p.step("hand the network to the root's own service", p.handNetworkToOS)
 	p.step("note what the final stage waits for", p.noteFinalStageWait)
 	p.step("release the target's mounts", p.releaseTarget)
@@ -243,6 +251,84 @@ func (p *PID1) recordTimeline() error {
 		return err
 	}
 	return os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
+}
+
+// KeptBinary is where seedinit keeps itself in the root for the running
+// system when it ran from an initramfs, whose copy the switch deletes:
+// on the disk, since Debian mounts /run noexec; LinkedBinary puts it on
+// the PATH.
+const (
+	KeptBinary   = "/var/lib/seedinit/seedinit"
+	LinkedBinary = "/usr/local/bin/seedinit"
+)
+
+// keepBinary copies this program into the root (KeptBinary, linked from
+// LinkedBinary), unless the root has a seedinit of its own on its PATH.
+// It is written again only when it differs: the same size and the same
+// first 64 KiB, which hold Go's build ID, are the same build.
+func (p *PID1) keepBinary() error {
+	root, err := target.Open(sysroot)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if found, ok := apply.LookPath(root, "seedinit"); ok {
+		if dest, err := root.Readlink(found); err != nil || dest != KeptBinary {
+			p.logger().Debug("the root has its own seedinit; not keeping a copy", "path", found)
+			return nil
+		}
+	}
+	if p.self == nil {
+		return errors.New("this program's executable is not open")
+	}
+	st, err := p.self.Stat()
+	if err != nil {
+		return err
+	}
+	// Everyone may run it (status, query): its directory is searchable,
+	// as an older seedinit, which kept only the random seed there, did
+	// not make it. The seed itself stays 0600.
+	dir := path.Dir(KeptBinary)
+	if err := root.MkdirAll(dir, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+		return err
+	}
+	if fi, err := root.Stat(dir); err == nil && fi.Mode().Perm() != 0o755 {
+		if err := root.Chmod(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if sameBuild(root, KeptBinary, p.self, st.Size()) {
+		return nil
+	}
+	if err := root.WriteFileWith(KeptBinary, 0o755, target.Owner{UID: 0, GID: 0}, func(f *os.File) error {
+		_, err := io.Copy(f, io.NewSectionReader(p.self, 0, st.Size()))
+		return err
+	}); err != nil {
+		return fmt.Errorf("keep seedinit in the root: %w", err)
+	}
+	if fi, err := root.Stat(path.Dir(LinkedBinary)); err == nil && fi.IsDir() && !root.Exists(LinkedBinary) {
+		if err := root.Symlink(KeptBinary, LinkedBinary); err != nil {
+			p.logger().Warn("put seedinit on the PATH", "link", LinkedBinary, "error", err.Error())
+		}
+	}
+	p.logger().Info("seedinit kept in the root for the running system", "path", KeptBinary)
+	return nil
+}
+
+// sameBuild reports whether name in root is the build self is.
+func sameBuild(root *target.Root, name string, self *os.File, size int64) bool {
+	fi, err := root.Stat(name)
+	if err != nil || fi.Size() != size {
+		return false
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	const head = 64 << 10
+	same, err := sameContent(io.LimitReader(f, head), io.NewSectionReader(self, 0, min(size, head)))
+	return err == nil && same
 }
 
 // startFinalStage starts a child that outlives the exec of the real init
