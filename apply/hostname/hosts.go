@@ -23,6 +23,10 @@ const (
 // now is the clock for that header; tests replace it.
 var now = time.Now
 
+// stockCloudConfig is the image's cloud-init configuration; without it
+// seedinit makes the new hostname resolve (see runUpdateEtcHosts).
+const stockCloudConfig = "/etc/cloud/cloud.cfg"
+
 // builtinHosts is the /etc/hosts that manage_etc_hosts writes when the
 // target has no template: the same entries as Debian's hosts.debian.tmpl.
 const builtinHosts = `# This file is managed by seedinit because manage_etc_hosts is on: it is
@@ -77,6 +81,14 @@ func parseManageEtcHosts(v any) hostsMode {
 
 func runUpdateEtcHosts(ctx context.Context, env *apply.Env) error {
 	mode := parseManageEtcHosts(env.Config["manage_etc_hosts"])
+	if _, set := env.Config["manage_etc_hosts"]; !set && !env.Root.Exists(stockCloudConfig) {
+		// Cloud images set manage_etc_hosts in their stock cloud.cfg; an
+		// appliance without one would otherwise be left with a hostname
+		// that does not resolve (sudo complains at every call). The
+		// 127.0.1.1 line is what Debian's installer and cloud-init's
+		// "localhost" mode write, and touches nothing else.
+		mode = hostsLocalhostMode
+	}
 	if mode == hostsUnmanaged {
 		return apply.Skip("manage_etc_hosts is not set: %s left alone", hostsFile)
 	}

@@ -102,6 +102,19 @@ func TestUpdateEtcHosts(t *testing.T) {
 			want: "# Added by seedinit v. dev on Tue, 05 Mar 2024 06:07:08 +0000\n127.0.1.1\tweb1.example.com\tweb1\n\n",
 		},
 		{
+			name:  "not set and no cloud.cfg in the image: the name resolves",
+			cfg:   apply.Config{"fqdn": "waf-real-01.example.net"},
+			files: map[string]string{"etc/hosts": "127.0.0.1\tlocalhost\n"},
+			want:  "127.0.0.1\tlocalhost\n127.0.1.1\twaf-real-01.example.net\twaf-real-01\n\n",
+		},
+		{
+			name:     "not set with the image's cloud.cfg: left alone, as cloud-init does",
+			cfg:      apply.Config{"fqdn": "waf-real-01.example.net"},
+			files:    map[string]string{"etc/hosts": "127.0.0.1 localhost\n", "etc/cloud/cloud.cfg": "users: [default]\n"},
+			want:     "127.0.0.1 localhost\n",
+			wantSkip: true,
+		},
+		{
 			name:     "unmanaged",
 			cfg:      apply.Config{"manage_etc_hosts": false},
 			files:    map[string]string{"etc/hosts": "127.0.0.1 localhost\n"},

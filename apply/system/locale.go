@@ -28,8 +28,9 @@ func runLocale(ctx context.Context, env *apply.Env) error {
 	if file == "" {
 		file = localeFileFor(env.Root, family)
 	}
-	locale := ""
+	locale, asked := "", false
 	if v, ok := env.Config["locale"]; ok && v != nil {
+		asked = true
 		if b, isBool := v.(bool); isBool && !b {
 			return apply.Skip("locale is false")
 		}
@@ -51,8 +52,19 @@ func runLocale(ctx context.Context, env *apply.Env) error {
 		}
 	}
 	if family == "debian" && !isBuiltinLocale(locale) && compiledLocale(env.Root, locale) != localeCompiled {
+		if _, ok := apply.LookPath(env.Root, "locale-gen"); !ok {
+			// Writing a LANG the C library lacks would make every login
+			// complain (Cannot set LC_CTYPE); the system stays as it is.
+			// Only a locale the user asked for is worth a warning.
+			if asked {
+				env.Warn("locale %q: the image has no locale-gen (Debian's locales package) to compile it; %s keeps its LANG", locale, file)
+				return nil
+			}
+			return apply.Skip("the default locale %q is not compiled and the image has no locale-gen to compile it; %s left as it is", locale, file)
+		}
 		if err := generateLocale(ctx, env, locale); err != nil {
-			env.Warn("%v", err)
+			env.Warn("%v; %s keeps its LANG", err, file)
+			return nil
 		} else if compiledLocale(env.Root, locale) == localeMissing {
 			// A LANG naming a locale the C library lacks makes every
 			// program's setlocale fail; update-locale refuses it too.

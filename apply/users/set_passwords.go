@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -307,10 +308,29 @@ func handleSSHPwauth(env *apply.Env) error {
 	if err != nil {
 		return fmt.Errorf("ssh_pwauth: %w", err)
 	}
-	if changed && env.Sys != nil && env.Sys.Live() {
+	// Only a running sshd has to be told; at boot (PID 1, before the
+	// handoff) sshd starts later and reads the new configuration.
+	if changed && env.Sys != nil && env.Sys.Live() && sshdRunning() {
 		env.Warn("ssh_pwauth: sshd's configuration changed; restart the ssh service for it to take effect")
 	}
 	return nil
+}
+
+// sshdRunning reports whether an sshd process runs on this machine.
+func sshdRunning() bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		if comm, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "sshd" {
+			return true
+		}
+	}
+	return false
 }
 
 // UpdateSshdConfig sets options in the target's sshd configuration as
