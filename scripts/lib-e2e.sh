@@ -60,14 +60,14 @@ make_busybox_root() {
 	install -m 0755 "$init" "$r/sbin/init"
 }
 
-# make_disk DIR IMG: ext4 of DIR in GPT partition 1 (80 MiB) of a 160 MiB
-# disk, so that growpart has room to grow it.
+# make_disk DIR IMG [PART_MB DISK_MB]: ext4 of DIR in GPT partition 1
+# (80 MiB) of a 160 MiB disk, so that growpart has room to grow it.
 make_disk() {
-	local dir=$1 img=$2
+	local dir=$1 img=$2 part=${3:-80} size=${4:-160}
 	rm -f "$img" "$img.part"
-	mkfs.ext4 -q -F -L rootfs -d "$dir" "$img.part" 80M >/dev/null 2>&1
-	truncate -s 160M "$img"
-	sgdisk -n 1:2048:+80M -t 1:8300 -c 1:root -u "1:$partuuid" "$img" >/dev/null
+	mkfs.ext4 -q -F -L rootfs -d "$dir" "$img.part" "${part}M" >/dev/null 2>&1
+	truncate -s "${size}M" "$img"
+	sgdisk -n "1:2048:+${part}M" -t 1:8300 -c 1:root -u "1:$partuuid" "$img" >/dev/null
 	dd if="$img.part" of="$img" bs=1M seek=1 conv=notrunc status=none
 	rm -f "$img.part"
 }
