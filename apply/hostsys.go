@@ -93,8 +93,9 @@ func (h *HostSystem) start(c *exec.Cmd) error {
 }
 
 // Run runs cmd inside the target. Commands in a target that is not "/"
-// need root (for chroot) and the program inside the target; otherwise the
-// error wraps ErrSkipped so the module reports a skip, not a failure.
+// need root (for chroot), and every command needs the program inside the
+// target with the interpreter of its #! line or its ELF loader; otherwise
+// the error wraps ErrSkipped so the module reports a skip, not a failure.
 func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 	if len(cmd.Argv) == 0 {
 		return errors.New("run: empty command")
@@ -115,6 +116,12 @@ func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 		prog = found
 	} else if !h.Root.Exists(prog) {
 		return fmt.Errorf("run %s: %w: %s does not exist in target %s", prog, ErrSkipped, prog, h.Root.Dir())
+	}
+	// exec would fail with a bare "no such file or directory" when what
+	// is missing is not prog but its interpreter or loader, and a module
+	// would report that as a failure never retried.
+	if err := checkInterpreters(h.Root, prog, cmd.Dir, pathDirs(cmd.Env)); err != nil {
+		return fmt.Errorf("run %s: %w", prog, err)
 	}
 	c := exec.CommandContext(ctx, prog, cmd.Argv[1:]...)
 	c.Env = append(append([]string{}, baseEnv...), cmd.Env...)

@@ -25,8 +25,10 @@ type System interface {
 	// kernel's state (hostname, network) is seedinit's to change.
 	Live() bool
 	SetHostname(name string) error
-	// Run runs cmd in the target and waits. It returns ErrCannotRun (wrapped)
-	// when commands cannot be run in this target at all (not root, no shell).
+	// Run runs cmd in the target and waits. It returns ErrSkipped (wrapped)
+	// when the target cannot run cmd yet (not root, no such program, no
+	// interpreter for its #! line or loader for its ELF), so that the
+	// module is retried rather than failed.
 	Run(ctx context.Context, cmd Command) error
 }
 
