@@ -343,6 +343,8 @@ func TestPowerStateChange(t *testing.T) {
 		ran     []string
 		warns   int
 		skipped bool
+		// runErr, when set, is what running the condition returns.
+		runErr error
 	}{
 		{name: "absent", yaml: "{}", capable: true, skipped: true},
 		{
@@ -366,11 +368,20 @@ func TestPowerStateChange(t *testing.T) {
 		{name: "list condition exit 1", yaml: "power_state: {mode: halt, condition: [/bin/false]}", exit: 1, capable: true, skipped: true, ran: []string{"/bin/false"}},
 		{name: "condition exit 2", yaml: "power_state: {mode: halt, condition: [/bin/x]}", exit: 2, capable: true, warns: 1, ran: []string{"/bin/x"}},
 		{name: "no capability", yaml: "power_state: {mode: reboot}", warns: 1},
+		{
+			// Neither "go" nor "do not": skipped, so that it is asked again.
+			name: "condition the target cannot run yet", yaml: "power_state: {mode: halt, condition: 'test -f /x'}", capable: true,
+			runErr:  fmt.Errorf("run /bin/sh: %w: /bin/sh does not exist in target /t", apply.ErrSkipped),
+			skipped: true, ran: []string{"/bin/sh -c test -f /x"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			env := applytest.NewEnv(t, config(t, tc.yaml))
 			env.Sys.RunFunc = func(cmd apply.Command) error {
+				if tc.runErr != nil {
+					return tc.runErr
+				}
 				if tc.exit != 0 {
 					return fmt.Errorf("run %s: %w", cmd.Argv[0], exitError(tc.exit))
 				}

@@ -30,6 +30,11 @@ func runPowerStateChange(ctx context.Context, env *apply.Env) error {
 		return apply.Skip("no power_state in the config")
 	}
 	met, err := checkCondition(ctx, env, condition)
+	if errors.Is(err, apply.ErrSkipped) {
+		// The target cannot run the condition yet (no shell): neither
+		// "go" nor "do not", so ask again next time.
+		return fmt.Errorf("condition: %w", err)
+	}
 	if err != nil {
 		env.Warn("power_state: condition: %v; not changing the power state", err)
 		return nil

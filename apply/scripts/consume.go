@@ -74,7 +74,10 @@ func runConsumeData(ctx context.Context, env *apply.Env) error {
 			})
 		}
 	}
-	skippedBoothooks := ""
+	// A boothook the target cannot run does not keep the others from
+	// running: consume_data runs every boot, so the skipped ones are
+	// tried again anyway.
+	var skippedBoothooks []error
 	for _, src := range sources {
 		for i, part := range src.parts.Parts {
 			if src.excluded[part.ContentType] {
@@ -88,13 +91,10 @@ func runConsumeData(ctx context.Context, env *apply.Env) error {
 					errs = append(errs, fmt.Errorf("consume %s part %d (%s): %w", src.name, i, name, err))
 				}
 			case seed.KindBoothook:
-				if skippedBoothooks != "" {
-					continue
-				}
 				err := runBoothook(ctx, env, part, name)
 				switch {
 				case errors.Is(err, apply.ErrSkipped):
-					skippedBoothooks = err.Error()
+					skippedBoothooks = append(skippedBoothooks, err)
 				case err != nil:
 					errs = append(errs, fmt.Errorf("consume %s part %d (%s): %w", src.name, i, name, err))
 				}
@@ -104,8 +104,8 @@ func runConsumeData(ctx context.Context, env *apply.Env) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if skippedBoothooks != "" {
-		return skipped(errors.New(skippedBoothooks))
+	if len(skippedBoothooks) > 0 {
+		return skipped(skippedBoothooks...)
 	}
 	return nil
 }

@@ -15,6 +15,13 @@ import (
 // name order, as cloud-init's subp.runparts: files without an execute bit
 // and directories are passed over, and one script failing does not stop
 // the next. The error names each failed script with its exit status.
+//
+// A script the target cannot run (no interpreter for its #! line, or
+// commands cannot run there at all) is passed over too. When no script
+// could run, the module is skipped and tries them all again next time;
+// when some ran, it fails naming the others, because a skipped module
+// would run again the scripts that did, and a per-instance script must
+// run once.
 func runParts(ctx context.Context, env *apply.Env, label, dir string, prefix []string) error {
 	entries, err := env.Root.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -28,8 +35,8 @@ func runParts(ctx context.Context, env *apply.Env, label, dir string, prefix []s
 		names = append(names, e.Name())
 	}
 	sort.Strings(names)
-	var failed []error
-	attempted := 0
+	var failed, notRun []error
+	attempted, ran := 0, 0
 	for _, name := range names {
 		p := path.Join(dir, name)
 		// Stat follows a symlink (inside the target), as os.path.isfile.
@@ -44,20 +51,38 @@ func runParts(ctx context.Context, env *apply.Env, label, dir string, prefix []s
 		attempted++
 		argv := append(append([]string{}, prefix...), p)
 		err = run(ctx, env, label, apply.Command{Argv: argv})
-		if errors.Is(err, apply.ErrSkipped) {
-			return skipped(err)
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, apply.ErrSkipped):
+			notRun = append(notRun, err)
+			continue
+		case err != nil:
 			failed = append(failed, fmt.Errorf("%s: %w", p, err))
 		}
+		ran++
 	}
 	if attempted == 0 {
 		return apply.Skip("no executable scripts in %s", dir)
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s: %d of %d scripts in %s failed: %w", label, len(failed), attempted, dir, errors.Join(failed...))
+	if ran == 0 && len(failed) == 0 {
+		return skipped(notRun...)
 	}
-	return nil
+	if len(failed) == 0 && len(notRun) == 0 {
+		return nil
+	}
+	var msg string
+	switch {
+	case len(notRun) == 0:
+		msg = fmt.Sprintf("%d of %d scripts in %s failed", len(failed), attempted, dir)
+	case len(failed) == 0:
+		msg = fmt.Sprintf("%d of %d scripts in %s could not run", len(notRun), attempted, dir)
+	default:
+		msg = fmt.Sprintf("%d of %d scripts in %s failed and %d could not run", len(failed), attempted, dir, len(notRun))
+	}
+	for _, e := range notRun {
+		// Not wrapped: the module did act, so it must not pass for skipped.
+		failed = append(failed, errors.New(skipReason(e)))
+	}
+	return fmt.Errorf("%s: %s: %w", label, msg, errors.Join(failed...))
 }
 
 func runScriptsPerOnce(ctx context.Context, env *apply.Env) error {

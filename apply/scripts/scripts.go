@@ -69,13 +69,20 @@ func run(ctx context.Context, env *apply.Env, label string, cmd apply.Command) e
 	return err
 }
 
-// skipped turns the System's "cannot run commands in this target" into
-// the module's skip, keeping the reason.
-func skipped(err error) error {
-	msg := err.Error()
-	// The wrapped sentinel's own text adds nothing to the reason.
-	msg = strings.Replace(msg, apply.ErrSkipped.Error()+": ", "", 1)
-	return apply.Skip("%s", msg)
+// skipped turns the System's "cannot run this in the target" into the
+// module's skip, keeping each reason.
+func skipped(errs ...error) error {
+	reasons := make([]string, len(errs))
+	for i, err := range errs {
+		reasons[i] = skipReason(err)
+	}
+	return apply.Skip("%s", strings.Join(reasons, "; "))
+}
+
+// skipReason is a skip's message without the sentinel's own text, which
+// adds nothing to the reason.
+func skipReason(err error) string {
+	return strings.Replace(err.Error(), apply.ErrSkipped.Error()+": ", "", 1)
 }
 
 func instanceEnv(env *apply.Env) []string {

@@ -254,17 +254,83 @@ func TestRunPartsSkips(t *testing.T) {
 	if err := runScriptsPerOnce(context.Background(), env.Env); !errors.Is(err, apply.ErrSkipped) {
 		t.Errorf("empty per-once: %v, want a skip", err)
 	}
-	writeFile(t, dir, "var/lib/cloud/scripts/per-once/x", "#!/bin/sh\n", 0o755)
-	writeFile(t, dir, "var/lib/cloud/scripts/per-once/y", "#!/bin/sh\n", 0o755)
-	env.Sys.RunFunc = func(apply.Command) error {
-		return fmt.Errorf("run x: %w: /var/lib/cloud/scripts/per-once/x does not exist in target", apply.ErrSkipped)
+}
+
+// A script the target cannot run yet is passed over and the others run.
+// If none could run, the module is skipped (so it is tried again next
+// time); if some ran, it fails naming those that could not, because a
+// skipped module would run again those that did.
+func TestRunPartsScriptsTheTargetCannotRun(t *testing.T) {
+	cannot := func(p string) error {
+		return fmt.Errorf("run %s: %w: the interpreter /usr/bin/python3 on the #! line of %s does not exist in target /t", p, apply.ErrSkipped, p)
 	}
-	err := runScriptsPerOnce(context.Background(), env.Env)
-	if !errors.Is(err, apply.ErrSkipped) || !strings.Contains(err.Error(), "does not exist in target") {
-		t.Errorf("scripts_per_once where commands cannot run: %v, want a skip with the reason", err)
+	tests := []struct {
+		name string
+		// outcome per script: "ok", "skip" or "fail".
+		outcomes map[string]string
+		skipped  bool
+		// want is what the module's error says, in order; nil: no error.
+		want []string
+	}{
+		{
+			name:     "none can run",
+			outcomes: map[string]string{"x": "skip", "y": "skip"},
+			skipped:  true,
+			want:     []string{"/per-once/x does not exist", "/per-once/y does not exist"},
+		},
+		{
+			name:     "one cannot run, the other ran",
+			outcomes: map[string]string{"x": "skip", "y": "ok"},
+			want:     []string{"1 of 2 scripts in /var/lib/cloud/scripts/per-once could not run", "python3 on the #! line of /var/lib/cloud/scripts/per-once/x"},
+		},
+		{
+			name:     "one cannot run, the other failed",
+			outcomes: map[string]string{"x": "fail", "y": "skip"},
+			want:     []string{"1 of 2 scripts in /var/lib/cloud/scripts/per-once failed and 1 could not run", "per-once/x: exit status 2", "per-once/y does not exist"},
+		},
+		{
+			name:     "all ran",
+			outcomes: map[string]string{"x": "ok", "y": "ok"},
+		},
 	}
-	if len(env.Sys.Commands) != 1 {
-		t.Errorf("ran %v after the first could not run", env.Sys.Ran())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name := range tt.outcomes {
+				writeFile(t, dir, "var/lib/cloud/scripts/per-once/"+name, "#!/usr/bin/python3\n", 0o755)
+			}
+			env := applytest.NewEnvAt(t, dir, nil)
+			env.Sys.RunFunc = func(cmd apply.Command) error {
+				switch tt.outcomes[filepath.Base(cmd.Argv[0])] {
+				case "skip":
+					return cannot(cmd.Argv[0])
+				case "fail":
+					return exitStatus(2)
+				}
+				return nil
+			}
+			err := runScriptsPerOnce(context.Background(), env.Env)
+			if len(env.Sys.Commands) != len(tt.outcomes) {
+				t.Errorf("ran %v, want every script tried", env.Sys.Ran())
+			}
+			if errors.Is(err, apply.ErrSkipped) != tt.skipped {
+				t.Errorf("err = %v, want skipped %v", err, tt.skipped)
+			}
+			if tt.want == nil {
+				if err != nil {
+					t.Errorf("err = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("err = nil, want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
 	}
 }
 
@@ -406,6 +472,30 @@ func TestConsumeDataBoothookFailureDoesNotStopOthers(t *testing.T) {
 	}
 	if len(env.Sys.Commands) != 2 || !env.Root.Exists(env.State.InstanceDir("scripts", "s.sh")) {
 		t.Errorf("after a failed boothook: ran %v, script written %v", env.Sys.Ran(), env.Root.Exists(env.State.InstanceDir("scripts", "s.sh")))
+	}
+}
+
+// A boothook the target cannot run yet does not keep the next from
+// running; consume_data then reports the skip (it runs every boot, so the
+// skipped boothook is tried again at the next).
+func TestConsumeDataBoothookTheTargetCannotRunDoesNotStopOthers(t *testing.T) {
+	env := applytest.NewEnv(t, nil)
+	env.UserData = &seed.Processed{Parts: []seed.Part{
+		{Kind: seed.KindBoothook, Filename: "first", Content: []byte("#cloud-boothook\n#!/usr/bin/python3\n")},
+		{Kind: seed.KindBoothook, Filename: "second", Content: []byte("#cloud-boothook\n#!/bin/sh\ntrue\n")},
+	}}
+	env.Sys.RunFunc = func(cmd apply.Command) error {
+		if strings.HasSuffix(cmd.Argv[0], "/first") {
+			return fmt.Errorf("run %s: %w: the interpreter /usr/bin/python3 on the #! line of %s does not exist in target /t", cmd.Argv[0], apply.ErrSkipped, cmd.Argv[0])
+		}
+		return nil
+	}
+	err := runConsumeData(context.Background(), env.Env)
+	if !errors.Is(err, apply.ErrSkipped) || !strings.Contains(err.Error(), "/usr/bin/python3 on the #! line of") {
+		t.Errorf("consume_data = %v, want a skip naming the missing interpreter", err)
+	}
+	if len(env.Sys.Commands) != 2 {
+		t.Errorf("ran %v, want both boothooks tried", env.Sys.Ran())
 	}
 }
 

@@ -192,3 +192,82 @@ func TestHelpAndUnknown(t *testing.T) {
 		t.Errorf("version: %d %q", code, out)
 	}
 }
+
+// moduleStatus reads one module's status and message from apply --json.
+func moduleStatus(t *testing.T, report, name string) (status, msg string) {
+	t.Helper()
+	var r struct {
+		Stages []struct {
+			Modules []struct{ Name, Status, Error string }
+		}
+	}
+	if err := json.Unmarshal([]byte(report), &r); err != nil {
+		t.Fatalf("apply --json: %v\n%s", err, report)
+	}
+	for _, s := range r.Stages {
+		for _, m := range s.Modules {
+			if m.Name == name {
+				return m.Status, m.Error
+			}
+		}
+	}
+	t.Fatalf("no module %s in the report", name)
+	return "", ""
+}
+
+// A target without a shell cannot run runcmd yet: scripts_user is
+// skipped, naming the script and the missing interpreter, the apply
+// succeeds, and the next apply, once the target has a shell, runs it.
+func TestApplyWithoutShellSkipsScriptsThenRunsThem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running scripts in another root needs chroot, so root")
+	}
+	busybox, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Skip("needs /bin/busybox (busybox-static) to give the root a shell")
+	}
+	root := newTargetRoot(t)
+	seedDir := "../../images/examples/appliance"
+	code, out, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--json")
+	if code != exitOK {
+		t.Fatalf("apply into a root without a shell: exit %d, want %d\n%s", code, exitOK, stderr)
+	}
+	status, msg := moduleStatus(t, out, "scripts_user")
+	runcmd := "/var/lib/cloud/instances/waf-0001/scripts/runcmd"
+	if status != "skipped" || !strings.Contains(msg, runcmd) || !strings.Contains(msg, "interpreter /bin/sh") {
+		t.Errorf("scripts_user: %s %q, want skipped naming %s and /bin/sh", status, msg, runcmd)
+	}
+
+	os.MkdirAll(filepath.Join(root, "bin"), 0o755)
+	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), busybox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, applet := range []string{"sh", "date", "hostname", "mkdir", "echo"} {
+		os.Symlink("busybox", filepath.Join(root, "bin", applet))
+	}
+	code, out, stderr = run(t, "apply", "--root", root, "--seed", seedDir, "--json")
+	if code != exitOK {
+		t.Fatalf("apply once the root has a shell: exit %d\n%s", code, stderr)
+	}
+	if status, msg := moduleStatus(t, out, "scripts_user"); status != "ran" {
+		t.Errorf("scripts_user once the root has a shell: %s %q, want ran", status, msg)
+	}
+	if _, err := os.Stat(filepath.Join(root, "var/log/waf-firstboot.log")); err != nil {
+		t.Errorf("runcmd did not run: %v", err)
+	}
+	_, out, _ = run(t, "apply", "--root", root, "--seed", seedDir, "--json")
+	if status, _ := moduleStatus(t, out, "scripts_user"); status != "already-ran" {
+		t.Errorf("scripts_user on the third apply: %s, want already-ran", status)
+	}
+
+	// A script that runs and fails is a failure, not retried.
+	perBoot := filepath.Join(root, "var/lib/cloud/scripts/per-boot")
+	os.MkdirAll(perBoot, 0o755)
+	if err := os.WriteFile(filepath.Join(perBoot, "fails"), []byte("#!/bin/sh\nexit 4\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run(t, "apply", "--root", root, "--seed", seedDir, "--json")
+	if status, msg := moduleStatus(t, out, "scripts_per_boot"); code != exitRecoverable || status != "failed" || !strings.Contains(msg, "exit status 4") {
+		t.Errorf("a per-boot script exiting 4: exit %d, %s %q; want exit %d, failed with its status", code, status, msg, exitRecoverable)
+	}
+}
