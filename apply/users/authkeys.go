@@ -312,7 +312,7 @@ func setupUserKeys(env *apply.Env, owner keyOwner, keys []string, options string
 		return fmt.Errorf("set up ssh keys of %s: %w", p.Name, err)
 	}
 	var existing []AuthKeyLine
-	mode, fileOwner := fs.FileMode(0o600), target.Owner{UID: p.UID, GID: p.GID}
+	mode, fileOwner := fs.FileMode(0o600), ownedBy(p.UID, p.GID)
 	data, err := env.Root.ReadFile(file)
 	switch {
 	case err == nil:
@@ -383,11 +383,11 @@ func checkCreatePath(env *apply.Env, owner keyOwner, file string, strict bool) e
 			continue
 		}
 		if err != nil {
-			mode, o := fs.FileMode(0o755), target.Owner{UID: 0, GID: 0}
+			mode, o := fs.FileMode(0o755), ownedBy(0, 0)
 			if strings.HasPrefix(dir, home) {
-				mode, o = 0o700, target.Owner{UID: p.UID, GID: p.GID}
+				mode, o = 0o700, ownedBy(p.UID, p.GID)
 			}
-			if err := root.MkdirAll(path.Dir(dir), 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+			if err := root.MkdirAll(path.Dir(dir), 0o755, ownedBy(0, 0)); err != nil {
 				return err
 			}
 			if err := root.MkdirAll(dir, mode, o); err != nil {
@@ -406,7 +406,7 @@ func checkCreatePath(env *apply.Env, owner keyOwner, file string, strict bool) e
 	case err == nil && (fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir()):
 		return fmt.Errorf("%s is not a file", file)
 	case errors.Is(err, fs.ErrNotExist):
-		if err := root.WriteFile(file, nil, 0o600, target.Owner{UID: p.UID, GID: p.GID}); err != nil {
+		if err := root.WriteFile(file, nil, 0o600, ownedBy(p.UID, p.GID)); err != nil {
 			return err
 		}
 		if fi, err = root.Lstat(file); err != nil {
@@ -455,9 +455,9 @@ func checkPermissions(owner keyOwner, name string, fi fs.FileInfo, isFile, stric
 func ensureDefaultKeysFile(env *apply.Env, owner keyOwner, file string) error {
 	p := owner.user
 	sshDir := path.Dir(file)
-	userOwned := target.Owner{UID: p.UID, GID: p.GID}
+	userOwned := ownedBy(p.UID, p.GID)
 	if !env.Root.Exists(p.Home) {
-		if err := env.Root.MkdirAll(p.Home, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+		if err := env.Root.MkdirAll(p.Home, 0o755, ownedBy(0, 0)); err != nil {
 			return err
 		}
 	}

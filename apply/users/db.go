@@ -254,12 +254,11 @@ func Open(root *target.Root) (*DB, error) {
 	if db.subIDs, err = openSubIDs(root); err != nil {
 		return nil, err
 	}
-	shadowOwner := target.Owner{UID: 0, GID: 0}
-	shadowMode := fs.FileMode(0o600)
+	shadowGID, shadowMode := 0, fs.FileMode(0o600)
 	if g := db.group.find("shadow"); g != nil {
-		shadowOwner.GID = g.group().GID
-		shadowMode = 0o640
+		shadowGID, shadowMode = g.group().GID, 0o640
 	}
+	shadowOwner := ownedBy(0, shadowGID)
 	for _, t := range []*table{db.shadow, db.gshadow} {
 		if t.original == nil {
 			t.mode, t.owner = shadowMode, shadowOwner
@@ -272,7 +271,7 @@ func readTable(root *target.Root, path string, nfields int) (*table, error) {
 	data, err := root.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		t := parseTable(path, nfields, nil)
-		t.mode, t.owner = 0o644, target.Owner{UID: 0, GID: 0}
+		t.mode, t.owner = 0o644, ownedBy(0, 0)
 		return t, nil
 	}
 	if err != nil {
@@ -816,7 +815,7 @@ func errorsIsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 func fileModeOwner(root *target.Root, name string, def fs.FileMode) (fs.FileMode, target.Owner) {
 	fi, err := root.Stat(name)
 	if err != nil {
-		return def, target.Owner{UID: 0, GID: 0}
+		return def, ownedBy(0, 0)
 	}
 	return fi.Mode().Perm(), statOwner(fi)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 
 	"github.com/seedinit/seedinit/apply/target"
@@ -23,8 +24,8 @@ func CreateHome(root *target.Root, p Passwd, policy Policy) (bool, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("create home of %s: %w", p.Name, err)
 	}
-	owner := target.Owner{UID: p.UID, GID: p.GID}
-	if err := root.MkdirAll(path.Dir(p.Home), 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+	owner := ownedBy(p.UID, p.GID)
+	if err := root.MkdirAll(path.Dir(p.Home), 0o755, ownedBy(0, 0)); err != nil {
 		return false, fmt.Errorf("create home of %s: %w", p.Name, err)
 	}
 	if err := root.MkdirAll(p.Home, policy.HomeMode, owner); err != nil {
@@ -81,4 +82,14 @@ func copyTree(root *target.Root, src, dst string, owner target.Owner) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ownedBy is uid:gid when seedinit runs as root. Only root can give files
+// away: an unprivileged apply (an image built as a user, a test) keeps
+// its own ids rather than fail, as write_files and the ssh module do.
+func ownedBy(uid, gid int) target.Owner {
+	if os.Geteuid() != 0 {
+		return target.KeepOwner
+	}
+	return target.Owner{UID: uid, GID: gid}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
-	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -121,7 +120,7 @@ func importIDs(ctx context.Context, env *apply.Env, user string, ids []string) (
 	}
 	file := path.Join(p.Home, ".ssh", "authorized_keys")
 	var existing []byte
-	mode, owner := fs.FileMode(0o600), target.Owner{UID: p.UID, GID: p.GID}
+	mode, owner := fs.FileMode(0o600), ownedBy(p.UID, p.GID)
 	switch data, err := env.Root.ReadFile(file); {
 	case err == nil:
 		existing = data
@@ -170,7 +169,7 @@ func importIDs(ctx context.Context, env *apply.Env, user string, ids []string) (
 		for _, line := range added {
 			b.WriteString(line + "\n\n")
 		}
-		if err := env.Root.MkdirAll(path.Dir(file), 0o700, target.Owner{UID: p.UID, GID: p.GID}); err != nil {
+		if err := env.Root.MkdirAll(path.Dir(file), 0o700, ownedBy(p.UID, p.GID)); err != nil {
 			return ok, err
 		}
 		if _, err := env.Root.WriteFileIfChanged(file, b.Bytes(), mode, owner); err != nil {

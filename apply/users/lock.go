@@ -23,7 +23,7 @@ const lockTimeout = 15 * time.Second
 // concurrent useradd in the target never interleaves with our rewrite.
 // The returned func releases it.
 func Lock(ctx context.Context, root *target.Root) (func(), error) {
-	if err := root.MkdirAll("/etc", 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+	if err := root.MkdirAll("/etc", 0o755, ownedBy(0, 0)); err != nil {
 		return nil, fmt.Errorf("lock account database: %w", err)
 	}
 	// fcntl locks need a descriptor open for writing, which target.Root

@@ -354,7 +354,7 @@ func UpdateSshdConfig(root *target.Root, updates map[string]string) (bool, error
 	for _, line := range strings.Split(string(main), "\n") {
 		if strings.HasPrefix(line, "Include "+SshdConfigFile+".d/*.conf") {
 			file = sshdDropIn
-			if err := root.MkdirAll(SshdConfigFile+".d", 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+			if err := root.MkdirAll(SshdConfigFile+".d", 0o755, ownedBy(0, 0)); err != nil {
 				return false, fmt.Errorf("update sshd config: %w", err)
 			}
 			data, err = root.ReadFile(file)

@@ -95,6 +95,10 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 	if *out.asJSON {
 		console = stderr
 	}
+	if os.Geteuid() != 0 && !root.IsHostRoot() {
+		// Said once here rather than by every module that meets it.
+		log.Warn("not running as root: new files belong to this user rather than their owners, and commands (bootcmd, runcmd, scripts) are skipped", "root", root.Dir())
+	}
 	host := &apply.HostSystem{Root: root}
 	start := time.Now()
 	report, err := stages.Run(ctx, stages.Options{
