@@ -11,6 +11,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // Stage is one of cloud-init's four boot stages.
@@ -95,9 +96,18 @@ type Env struct {
 	VendorData *seed.Processed
 	Sys        System
 	Log        *slog.Logger
-	// Random is where keys, salts and generated passwords come from.
+	// Random is where keys and generated passwords come from: crypto/rand,
+	// which waits until the kernel's pool is initialised, and a key or a
+	// password is worth that wait.
 	Random io.Reader
-	State  *State
+	// EarlyRandom is where what needs unpredictable bytes but is not a
+	// secret gets them (password salts, swap and partition UUIDs); nil is
+	// earlyrand.Reader, which never blocks: PID 1 must not wait minutes
+	// for the pool (no hardware RNG) over a salt. Tests set it to make
+	// hashes deterministic, apart from Random so that they can tell which
+	// source was read. Use EarlyRand.
+	EarlyRandom io.Reader
+	State       *State
 	// Console is where a module shows the user something (RANDOM passwords,
 	// fingerprints, final_message): the console in PID-1 mode, stdout for
 	// `seedinit apply`. Never the log file.
@@ -106,6 +116,14 @@ type Env struct {
 	Stage Stage
 	// Warnings collects non-fatal problems for status.json.
 	warnings []string
+}
+
+// EarlyRand is EarlyRandom, or earlyrand.Reader when that is nil.
+func (e *Env) EarlyRand() io.Reader {
+	if e.EarlyRandom != nil {
+		return e.EarlyRandom
+	}
+	return earlyrand.Reader
 }
 
 // Warnings returns what Warn recorded.

@@ -44,7 +44,7 @@ func run(ctx context.Context, env *apply.Env) error {
 			errs = append(errs, fmt.Errorf("disk_setup: %w", err))
 			continue
 		}
-		note, err := SetupDisk(d, path, env.Random)
+		note, err := SetupDisk(d, path, env.EarlyRand())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("disk_setup: %s: %w", d.Device, err))
 			continue

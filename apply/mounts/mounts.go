@@ -397,7 +397,7 @@ func swapSize(env *apply.Env, host Host, filename string, sizeRaw, maxRaw any) (
 }
 
 func createSwap(env *apply.Env, filename string, size int64) error {
-	uuid, err := randomUUID(env.Random)
+	uuid, err := randomUUID(env.EarlyRand())
 	if err != nil {
 		return fmt.Errorf("make swap UUID: %w", err)
 	}

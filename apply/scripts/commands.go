@@ -2,13 +2,13 @@ package scripts
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // bootcmdDir holds bootcmd's script while it runs. It is in the target
@@ -43,8 +43,10 @@ func runBootcmd(ctx context.Context, env *apply.Env) error {
 	if err != nil {
 		return fmt.Errorf("bootcmd: %w", err)
 	}
+	// A name only needs to be unique: earlyrand, because crypto/rand
+	// would hold PID 1's boot until the kernel's pool is ready.
 	var suffix [6]byte
-	rand.Read(suffix[:])
+	earlyrand.Read(suffix[:])
 	file := bootcmdDir + "/bootcmd-" + hex.EncodeToString(suffix[:]) + ".sh"
 	if err := env.Root.MkdirAll(bootcmdDir, 0o700, target.KeepOwner); err != nil {
 		return fmt.Errorf("bootcmd: %w", err)

@@ -214,7 +214,10 @@ func generateHostKeys(ctx context.Context, env *apply.Env, keyTypes []string, co
 	}
 
 	// Generating an RSA key takes long enough that the others should not
-	// wait for it. The reader is shared, so reads are serialized.
+	// wait for it. The reader is shared, so reads are serialized. Keys
+	// keep env.Random (crypto/rand), not env.EarlyRand: a host key made
+	// before the kernel's pool is ready could be guessed, so waiting for
+	// the pool is right here.
 	random := env.Random
 	if random != nil {
 		random = &lockedReader{r: random}

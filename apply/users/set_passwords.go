@@ -232,10 +232,12 @@ func applyPasswords(ctx context.Context, env *apply.Env, changes []passwordChang
 		switch {
 		case c.random:
 			var pass string
+			// The password is a secret and waits for crypto/rand; its
+			// salt is not, and does not.
 			pass, err = shacrypt.RandomString(env.Random, randomPasswordLength, randomPasswordAlphabet)
 			if err == nil {
 				var hashed string
-				if hashed, err = shacrypt.HashPassword(pass, env.Random); err == nil {
+				if hashed, err = shacrypt.HashPassword(pass, env.EarlyRand()); err == nil {
 					err = db.SetPassword(c.user, hashed)
 				}
 			}

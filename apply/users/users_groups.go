@@ -383,7 +383,7 @@ func setPlainPassword(env *apply.Env, db *DB, name, password string) error {
 	if ok, err := shacrypt.CheckPassword(base, password); err == nil && ok {
 		return db.SetPassword(name, base)
 	}
-	hashed, err := shacrypt.HashPassword(password, env.Random)
+	hashed, err := shacrypt.HashPassword(password, env.EarlyRand())
 	if err != nil {
 		return fmt.Errorf("set password of %s: %w", name, err)
 	}
