@@ -2,7 +2,6 @@ package ds
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // AzureIMDSURL is Azure's instance metadata endpoint.
@@ -85,7 +85,7 @@ func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error
 		log.Warn("fetch Azure IMDS; going on with ovf-env.xml alone", "err", err)
 		md = map[string]any{}
 	}
-	s, err := azureSeed(md, ovf, env.DMIField("product_uuid"), settingBool(env.Settings(d.Name()), "apply_network_config", true), rand.Reader)
+	s, err := azureSeed(md, ovf, env.DMIField("product_uuid"), settingBool(env.Settings(d.Name()), "apply_network_config", true), azureSaltRandom)
 	if err != nil {
 		return nil, fmt.Errorf("read Azure metadata (IMDS %s): %w", Redact(url), err)
 	}
@@ -95,6 +95,11 @@ func (d azureDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error
 	}
 	return s, nil
 }
+
+// azureSaltRandom salts ovf-env.xml's password hash. A salt is no secret,
+// so it is earlyrand, which never blocks, rather than crypto/rand, which
+// would hold PID 1 until the kernel's pool is ready. Tests replace it.
+var azureSaltRandom io.Reader = earlyrand.Reader
 
 // azureSeed maps ovf-env.xml (nil when there was none) and IMDS's
 // document as cloud-init's crawl_metadata does: IMDS's computerName and

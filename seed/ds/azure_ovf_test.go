@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,10 +141,15 @@ func TestAzureOvfMatchesCloudInit(t *testing.T) {
 	}
 }
 
+// testSalt is what tests give as the salt's randomness.
+var testSalt = bytes.Repeat([]byte("salt"), 64)
+
 // TestAzureFetchWithOvf: ovf-env.xml on an ISO9660 disc and IMDS together.
 // IMDS's names win, CustomData wins over IMDS userData, the password is
 // only kept hashed and never logged.
 func TestAzureFetchWithOvf(t *testing.T) {
+	defer func(r io.Reader) { azureSaltRandom = r }(azureSaltRandom)
+	azureSaltRandom = bytes.NewReader(testSalt)
 	ovf, err := os.ReadFile(filepath.Join("testdata", "azure", "ovf", "password.xml"))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +179,11 @@ func TestAzureFetchWithOvf(t *testing.T) {
 	}
 	if ok, err := shacrypt.CheckPassword(user["hashed_passwd"].(string), "Corr3ct-Horse!"); err != nil || !ok {
 		t.Errorf("hashed_passwd does not check: %v", err)
+	}
+	// The salt is azureSaltRandom's, not crypto/rand's, which in PID 1
+	// blocks until the kernel's pool is ready.
+	if want, _ := shacrypt.HashPassword("Corr3ct-Horse!", bytes.NewReader(testSalt)); user["hashed_passwd"] != want {
+		t.Errorf("hashed_passwd = %q, want %q, salted from azureSaltRandom", user["hashed_passwd"], want)
 	}
 	if s.Config["ssh_pwauth"] != true {
 		t.Errorf("ssh_pwauth = %v", s.Config["ssh_pwauth"])

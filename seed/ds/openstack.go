@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"mime/multipart"
-	"net/textproto"
 	"path"
 	"runtime"
 	"strings"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // openStackVersions are the metadata versions cloud-init 22.4 knows,
@@ -286,18 +286,27 @@ func joinVendorData(a, b []byte) []byte {
 // multipartOf wraps parts in a MIME multipart that seed's user-data
 // decoder reads as separate parts, each typed by its content.
 func multipartOf(parts ...[]byte) []byte {
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	for _, p := range parts {
-		h := textproto.MIMEHeader{}
-		h.Set("Content-Type", "text/x-not-multipart")
-		pw, _ := w.CreatePart(h)
-		pw.Write(p)
-	}
-	w.Close()
+	// mime/multipart's NewWriter draws its boundary from crypto/rand,
+	// which would hold PID 1 until the kernel's pool is ready; a boundary
+	// needs only to be unlikely in the parts.
+	var b [16]byte
+	earlyrand.Read(b[:])
+	return multipartWith(hex.EncodeToString(b[:]), parts...)
+}
+
+// multipartWith is multipartOf with a given boundary, laid out as
+// mime/multipart's Writer lays it out.
+func multipartWith(boundary string, parts ...[]byte) []byte {
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "Content-Type: multipart/mixed; boundary=\"%s\"\nMIME-Version: 1.0\n\n", w.Boundary())
-	out.Write(body.Bytes())
+	fmt.Fprintf(&out, "Content-Type: multipart/mixed; boundary=\"%s\"\nMIME-Version: 1.0\n\n", boundary)
+	for i, p := range parts {
+		if i > 0 {
+			out.WriteString("\r\n")
+		}
+		fmt.Fprintf(&out, "--%s\r\nContent-Type: text/x-not-multipart\r\n\r\n", boundary)
+		out.Write(p)
+	}
+	fmt.Fprintf(&out, "\r\n--%s--\r\n", boundary)
 	return out.Bytes()
 }
 

@@ -1,10 +1,14 @@
 package ds
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +179,45 @@ func TestOpenStackURLs(t *testing.T) {
 		if got := openStackURLs(&tt.env); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// multipartOf lays its message out byte for byte as mime/multipart's
+// Writer does (whose NewWriter would block PID 1 on crypto/rand for the
+// boundary), and each message gets a boundary of its own.
+func TestMultipartOfMatchesMimeMultipart(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		parts [][]byte
+	}{
+		{"none", nil},
+		{"one", [][]byte{[]byte("#cloud-config\na: 1\n")}},
+		{"two", [][]byte{[]byte("#cloud-config\na: 1\n"), []byte("#!/bin/sh\necho\r\n")}},
+		{"empty parts", [][]byte{{}, {}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const boundary = "0123456789abcdef0123456789abcdef"
+			var body bytes.Buffer
+			w := multipart.NewWriter(&body)
+			if err := w.SetBoundary(boundary); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range tt.parts {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Type", "text/x-not-multipart")
+				pw, _ := w.CreatePart(h)
+				pw.Write(p)
+			}
+			w.Close()
+			want := "Content-Type: multipart/mixed; boundary=\"" + boundary + "\"\nMIME-Version: 1.0\n\n" + body.String()
+			if got := string(multipartWith(boundary, tt.parts...)); got != want {
+				t.Errorf("multipartWith:\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+	a, b := multipartOf([]byte("x")), multipartOf([]byte("x"))
+	re := regexp.MustCompile(`^Content-Type: multipart/mixed; boundary="[0-9a-f]{32}"\n`)
+	if !re.Match(a) || bytes.Equal(a, b) {
+		t.Errorf("multipartOf boundaries: %q and %q", a[:80], b[:80])
 	}
 }

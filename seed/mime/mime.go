@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // Part is one attachment: -a FILENAME:TYPE.
@@ -100,10 +102,12 @@ func MakeMIME(parts []Part) ([]byte, error) {
 }
 
 // randomBoundary is Python email's: fifteen "=", a random number of 19
-// digits, "==". Base64 bodies cannot contain it.
+// digits, "==". Base64 bodies cannot contain it. The number only needs to
+// be unlikely in the parts, so it comes from earlyrand, which never
+// blocks; crypto/rand.Int only draws it, from the reader it is given.
 func randomBoundary() (string, error) {
 	max := new(big.Int).SetUint64(1<<63 - 1)
-	n, err := rand.Int(rand.Reader, max)
+	n, err := rand.Int(earlyrand.Reader, max)
 	if err != nil {
 		return "", err
 	}
