@@ -44,7 +44,8 @@ var ErrTooLarge = errors.New("answer too large")
 
 // webClient follows at most FetchMaxRedirects redirects, to http or https
 // only, and takes the proxy from the environment (HTTP_PROXY, NO_PROXY),
-// as cloud-init's requests-based url_helper does.
+// as cloud-init's requests-based url_helper does. The caller's headers do
+// not follow a redirect to another origin.
 var webClient = &http.Client{
 	CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) > FetchMaxRedirects {
@@ -53,8 +54,68 @@ var webClient = &http.Client{
 		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 			return fmt.Errorf("refusing a redirect to scheme %q", req.URL.Scheme)
 		}
+		DropHeadersOffOrigin(req, via)
 		return nil
 	},
+}
+
+// headersAcrossOrigins are the headers a redirect to another origin
+// keeps: seedinit's User-Agent, and those that describe a body net/http
+// sends again (a 307 or 308; it drops them itself when it does not). No
+// secret lives in them.
+var headersAcrossOrigins = map[string]bool{
+	"User-Agent":       true,
+	"Content-Type":     true,
+	"Content-Encoding": true,
+	"Content-Language": true,
+}
+
+// DropHeadersOffOrigin is for an http.Client's CheckRedirect: once a
+// redirect chain has left the first request's scheme, host and port, the
+// redirected request carries none of the headers the caller set. net/http
+// copies them all onto every redirect and drops only Authorization,
+// Cookie and WWW-Authenticate, and only when the domain changes, so an
+// IMDSv2 token, Azure's "Metadata: true", GCE's Metadata-Flavor or a
+// user's header would reach whatever host a redirect names. The Referer
+// that net/http adds goes too: it is the previous URL, whose query may
+// hold a signed token. A redirect within the origin (a metadata service
+// redirecting within itself) keeps everything.
+func DropHeadersOffOrigin(req *http.Request, via []*http.Request) {
+	if len(via) == 0 {
+		return
+	}
+	origin := via[0].URL
+	left := !sameOrigin(origin, req.URL)
+	for _, r := range via[1:] {
+		left = left || !sameOrigin(origin, r.URL)
+	}
+	if !left {
+		return
+	}
+	for k := range req.Header {
+		if !headersAcrossOrigins[http.CanonicalHeaderKey(k)] {
+			delete(req.Header, k)
+		}
+	}
+}
+
+// sameOrigin compares scheme, host and port, a missing port being the
+// scheme's own.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && urlPort(a) == urlPort(b)
+}
+
+func urlPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // Web sends r once and returns the body of a 2xx answer. Errors never

@@ -67,7 +67,8 @@ const NoRetries = -1
 // Fetcher does datasources' HTTP requests with a per-attempt timeout,
 // retries with backoff, a body size cap and a redirect limit; the caller's
 // context is the overall budget. It logs URLs without their query strings
-// and never logs headers or bodies, where tokens live.
+// and never logs headers or bodies, where tokens live, and the caller's
+// headers never follow a redirect to another scheme, host or port.
 type Fetcher struct {
 	Options FetchOptions
 	// Client is the HTTP client; NewFetcher makes one that does not use
@@ -247,6 +248,9 @@ func (f *Fetcher) once(ctx context.Context, method string, u *url.URL, req Reque
 		if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
 			return fmt.Errorf("redirect to %s: only http and https are followed", r.URL.Scheme)
 		}
+		// Tokens and metadata headers are for the metadata service, not
+		// for whatever host it (or a proxy in front of it) redirects to.
+		seed.DropHeadersOffOrigin(r, via)
 		return nil
 	}
 	resp, err := client.Do(hr)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,5 +114,82 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The Fetcher sends the metadata headers and the IMDSv2 token through
+// a metadata service's redirects within itself, and never to another
+// host (here another port of 127.0.0.1) that a redirect names, even when
+// a later redirect leads back.
+func TestFetcherRedirectDropsMetadataHeadersOffOrigin(t *testing.T) {
+	metadata := http.Header{
+		"X-Aws-Ec2-Metadata-Token": {"TOKEN-SECRET"},
+		"Metadata":                 {"true"},
+		"Metadata-Flavor":          {"Google"},
+		"Authorization":            {"Bearer Oracle"},
+	}
+	var mu sync.Mutex
+	seen := map[string]http.Header{}
+	var originURL, otherURL string
+	handler := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/final":
+				mu.Lock()
+				seen[name] = r.Header.Clone()
+				mu.Unlock()
+				w.Write([]byte("ok"))
+			case "/same":
+				http.Redirect(w, r, "/final", http.StatusMovedPermanently)
+			case "/away":
+				http.Redirect(w, r, otherURL+"/final", http.StatusFound)
+			case "/same-then-away":
+				http.Redirect(w, r, "/away", http.StatusFound)
+			case "/round-trip":
+				http.Redirect(w, r, otherURL+"/back", http.StatusFound)
+			case "/back":
+				http.Redirect(w, r, originURL+"/final", http.StatusFound)
+			}
+		}
+	}
+	origin := httptest.NewServer(handler("origin"))
+	defer origin.Close()
+	other := httptest.NewServer(handler("other"))
+	defer other.Close()
+	originURL, otherURL = origin.URL, other.URL
+
+	f := NewFetcher(FetchOptions{Retries: NoRetries}, nil)
+	for _, tt := range []struct {
+		path    string
+		reaches string
+		kept    bool
+	}{
+		{"/same", "origin", true},
+		{"/away", "other", false},
+		{"/same-then-away", "other", false},
+		{"/round-trip", "origin", false},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			mu.Lock()
+			clear(seen)
+			mu.Unlock()
+			if _, err := f.Get(context.Background(), origin.URL+tt.path, metadata.Clone()); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			h := seen[tt.reaches]
+			mu.Unlock()
+			if h == nil {
+				t.Fatalf("the %s server's /final was not reached", tt.reaches)
+			}
+			for k, v := range metadata {
+				if present := h.Get(k) == v[0]; present != tt.kept {
+					t.Errorf("%s at the %s server: %q, want it there: %v", k, tt.reaches, h.Get(k), tt.kept)
+				}
+			}
+			if h.Get("User-Agent") != "seedinit" {
+				t.Errorf("User-Agent = %q", h.Get("User-Agent"))
+			}
+		})
 	}
 }
