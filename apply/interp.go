@@ -17,9 +17,10 @@ import (
 // #! line longer than that cannot name an interpreter it would start.
 const binprmBufSize = 256
 
-// The kernel lets an interpreter be a script itself, this deep; deeper
-// chains fail with ELOOP, a failure of the script, not of the target.
-const maxInterpreterDepth = 4
+// How far interpreters that are scripts themselves are followed: about as
+// far as the kernel follows them (exec_binprm); a longer chain fails
+// with ELOOP, a fault of the script that exec reports.
+const maxInterpreterDepth = 5
 
 // checkInterpreters returns an error wrapping ErrSkipped when the kernel
 // would refuse to start prog inside root with ENOENT or EACCES although
