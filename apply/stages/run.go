@@ -232,7 +232,7 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		case err == nil:
 			mr.Status = StatusRan
 			env.Log.Info("module ran", "duration", mr.Duration.Round(time.Microsecond), "changes", len(mr.Changes))
-		case errors.Is(err, apply.ErrSkipped):
+		case onlySkips(err):
 			mr.Status = StatusSkipped
 			mr.Error = err.Error()
 			env.Log.Info("module skipped", "reason", err.Error())
@@ -260,6 +260,32 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		}
 		res.Modules = append(res.Modules, mr)
 	}
+}
+
+// onlySkips reports whether err says the module could not act and
+// nothing else: a skip joined with a real failure (a module that joins
+// its items' errors) is a failure, else it would be retried as if
+// nothing had gone wrong and its failure never reported.
+func onlySkips(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case err == apply.ErrSkipped:
+		return true
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := joined.Unwrap()
+		for _, e := range errs {
+			if !onlySkips(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	}
+	if wrapped := errors.Unwrap(err); wrapped != nil {
+		return onlySkips(wrapped)
+	}
+	return errors.Is(err, apply.ErrSkipped) // a type with an Is of its own
 }
 
 var moduleListKey = map[apply.Stage]string{

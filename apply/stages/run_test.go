@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,5 +341,28 @@ func TestModuleListSpellings(t *testing.T) {
 	second := runOnce(t, dir, "i-h", "#cloud-config\ncloud_init_modules: [test-ok, [cc_test_always.py, once]]\ncloud_config_modules: []\ncloud_final_modules: []\n")
 	if got := statuses(second); got["test_always"] != StatusAlreadyRan {
 		t.Errorf("a [name, once] override must apply to a cc_*.py name: %v", got)
+	}
+}
+
+func TestOnlySkips(t *testing.T) {
+	skip := fmt.Errorf("run x: %w", apply.ErrSkipped)
+	fail := errors.New("write /etc/x: permission denied")
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{apply.ErrSkipped, true},
+		{skip, true},
+		{apply.Skip("no shell"), true},
+		{fail, false},
+		{errors.Join(skip, skip), true},
+		{errors.Join(skip, fail), false},
+		{fmt.Errorf("packages: %w", errors.Join(fail, skip)), false},
+		{fmt.Errorf("%w and %w", skip, fail), false},
+	} {
+		if got := onlySkips(tc.err); got != tc.want {
+			t.Errorf("onlySkips(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
