@@ -178,3 +178,59 @@ mount -o remount,ro / 2>/dev/null || echo "E2E: the root could not go read-only 
 poweroff -f
 I
 }
+
+# vm_netns NS: a network namespace with a bridge br0 at 10.98.0.1/24 and
+# one TAP (tap0) on it, for a guest that stays up to be logged in to.
+vm_netns() {
+	ip netns add "$1"
+	ip netns exec "$1" sh -e -c '
+		ip link set lo up
+		ip link add br0 type bridge
+		ip addr add 10.98.0.1/24 dev br0
+		ip link set br0 up
+		ip tuntap add dev tap0 mode tap
+		ip link set tap0 master br0 up'
+}
+
+# vm_start NS LOG INITRD APPEND MAC QEMU-ARGS...: boots $kernel in the
+# background inside NS with its NIC (MAC) on tap0; sets $vm_pid.
+vm_start() {
+	local ns=$1 log=$2 initrd=$3 append=$4 mac=$5
+	shift 5
+	local extra=()
+	[ -f /usr/share/qemu/qboot.rom ] && extra+=(-bios /usr/share/qemu/qboot.rom)
+	ip netns exec "$ns" timeout "${QEMU_TIMEOUT:-400}" qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nographic -no-reboot "${extra[@]}" \
+		-kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 $append" \
+		-device virtio-rng-pci -net none \
+		-netdev tap,id=n0,ifname=tap0,script=no,downscript=no -device "virtio-net-pci,netdev=n0,mac=$mac" \
+		"$@" >"$log" 2>&1 &
+	vm_pid=$!
+}
+
+# vm_ssh NS KEY USER@IP COMMAND...: one command in the guest, no prompts.
+vm_ssh() {
+	local ns=$1 key=$2 dest=$3
+	shift 3
+	ip netns exec "$ns" ssh -q -i "$key" -o BatchMode=yes -o ConnectTimeout=5 \
+		-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile="$key.known_hosts" "$dest" "$@"
+}
+
+# vm_wait_ssh NS KEY USER@IP [SECONDS]: true once a login works, false
+# when the guest stopped or the time (300 s) is up.
+vm_wait_ssh() {
+	local i=0 limit=$((${4:-300} / 2))
+	while [ $i -lt $limit ] && kill -0 "$vm_pid" 2>/dev/null; do
+		vm_ssh "$1" "$2" "$3" true 2>/dev/null && return 0
+		sleep 2
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# vm_stop NS KEY USER@IP: poweroff from inside, then wait for QEMU (60 s).
+vm_stop() {
+	vm_ssh "$1" "$2" "$3" 'sudo -n /sbin/poweroff' >/dev/null 2>&1 || true
+	local w=0
+	while kill -0 "$vm_pid" 2>/dev/null && [ $w -lt 60 ]; do sleep 1; w=$((w + 1)); done
+	kill "$vm_pid" 2>/dev/null || true
+}
