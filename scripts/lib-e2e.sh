@@ -211,7 +211,7 @@ vm_start() {
 vm_ssh() {
 	local ns=$1 key=$2 dest=$3
 	shift 3
-	ip netns exec "$ns" ssh -q -i "$key" -o BatchMode=yes -o ConnectTimeout=5 \
+	ip netns exec "$ns" ssh -o LogLevel=ERROR -i "$key" -o BatchMode=yes -o ConnectTimeout=5 \
 		-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile="$key.known_hosts" "$dest" "$@"
 }
 
