@@ -69,6 +69,9 @@ func MountEarly(m Mounter, mounts []EarlyMount) error {
 // package installs) expect a whole system. The handoff takes them away
 // again before it moves the originals in.
 func (p *PID1) bindAPIFilesystems() error {
+	if err := p.makeAPIMountPoints(); err != nil {
+		return err
+	}
 	root, err := target.Open(sysroot)
 	if err != nil {
 		return err
@@ -76,10 +79,6 @@ func (p *PID1) bindAPIFilesystems() error {
 	defer root.Close()
 	var errs []error
 	for _, d := range apiDirs {
-		if err := root.MkdirAll(d, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		dst, err := root.HostPath(d)
 		if err != nil {
 			errs = append(errs, err)
