@@ -24,6 +24,12 @@ type Position struct {
 // placed where the anchored node is written; merge keys (<<) add the
 // merged keys under the merging mapping.
 func Positions(data []byte) (map[string]Position, error) {
+	lim := DefaultLimits
+	if c := scanStream(data, lim.Nodes, lim.Comments); c.nodes > lim.Nodes {
+		return nil, limitError(0, "YAML nodes", lim.Nodes)
+	} else if c.comments > lim.Comments {
+		return nil, limitError(0, "YAML comments", lim.Comments)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -69,7 +75,7 @@ func (w *positionWalker) record(path string, n *yaml.Node) {
 
 func (w *positionWalker) walk(n *yaml.Node, prefix string, depth int) {
 	w.nodes++
-	if depth > maxDepth || w.nodes > maxPositions {
+	if depth > DefaultLimits.Depth || w.nodes > maxPositions {
 		return
 	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {

@@ -34,7 +34,11 @@ import (
 type Error struct {
 	Line int
 	Msg  string
+	// limit marks the errors of Limits, which match ErrLimit.
+	limit bool
 }
+
+func (e *Error) Is(target error) bool { return e.limit && target == ErrLimit }
 
 func (e *Error) Error() string {
 	if e.Line > 0 {
@@ -45,29 +49,101 @@ func (e *Error) Error() string {
 
 var lineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
-// Load decodes a single YAML document. An empty document is nil. More than
-// one document is an error, as with safe_load.
+// Load decodes a single YAML document within DefaultLimits. An empty
+// document is nil. More than one document is an error, as with safe_load.
 //
 // An alias yields the very value its anchor produced, as PyYAML gives the
 // same object: changing a loaded map changes it wherever it was aliased.
 // A document that contains itself through an alias is an error.
 func Load(data []byte) (any, error) {
+	v, _, err := LoadLimited(data, DefaultLimits)
+	return v, err
+}
+
+// Limits bound what one document may make, so that a hostile one is
+// refused before it takes the machine's memory: seedinit runs as PID 1 on
+// appliances with 512 MiB. Each is far above what real cloud-configs
+// reach; the README's table of limits says why each number.
+type Limits struct {
+	// Nodes bounds the scalars, collections and aliases of the stream,
+	// checked before parsing; and of the document with every alias
+	// counted as a copy of what it names, checked while converting.
+	Nodes int
+	// Comments bounds the comments, which yaml.v3 keeps with the nodes.
+	Comments int
+	// Items bounds the entries of one list, Keys those of one mapping.
+	Items, Keys int
+	// Depth bounds the nesting of collections.
+	Depth int
+}
+
+// DefaultLimits are Load's limits. At 200,000 nodes yaml.v3's tree takes
+// about 40 MiB and a second to build; the largest real cloud-configs
+// (tens of thousands of lines) have a few tens of thousands of nodes.
+var DefaultLimits = Limits{Nodes: 200_000, Comments: 100_000, Items: 100_000, Keys: 100_000, Depth: 200}
+
+// ErrLimit matches (with errors.Is) every error that says a document
+// passed one of its Limits.
+var ErrLimit = errors.New("YAML limit")
+
+// limitError says what passed which limit, on a line (0 when the limit
+// was checked before parsing). what words it for the message: "YAML
+// nodes", "items in a list".
+func limitError(line int, what string, max int) *Error {
+	return &Error{Line: line, Msg: fmt.Sprintf("more than %d %s", max, what), limit: true}
+}
+
+// LoadLimited is Load with the given limits (a zero field takes
+// DefaultLimits'). It also returns how many nodes the document stands
+// for, aliases expanded, so that a caller can hold several documents to
+// one budget.
+func LoadLimited(data []byte, lim Limits) (any, int, error) {
+	lim = lim.withDefaults()
+	if c := scanStream(data, lim.Nodes, lim.Comments); c.nodes > lim.Nodes {
+		return nil, 0, limitError(0, "YAML nodes", lim.Nodes)
+	} else if c.comments > lim.Comments {
+		return nil, 0, limitError(0, "YAML comments", lim.Comments)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil
+			return nil, 0, nil
 		}
-		return nil, parserError(err, data)
+		return nil, 0, parserError(err, data)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{Line: extra.Line, Msg: "expected a single document in the stream, found another"}
+		return nil, 0, &Error{Line: extra.Line, Msg: "expected a single document in the stream, found another"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, parserError(err, data)
+		return nil, 0, parserError(err, data)
 	}
-	c := &converter{done: map[*yaml.Node]any{}, active: map[*yaml.Node]bool{}, size: map[*yaml.Node]int{}}
-	return c.convert(&doc, 0)
+	c := &converter{lim: lim, done: map[*yaml.Node]any{}, active: map[*yaml.Node]bool{}, size: map[*yaml.Node]int{}}
+	v, err := c.convert(&doc, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, c.expanded, nil
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.Nodes > 0 {
+		d.Nodes = l.Nodes
+	}
+	if l.Comments > 0 {
+		d.Comments = l.Comments
+	}
+	if l.Items > 0 {
+		d.Items = l.Items
+	}
+	if l.Keys > 0 {
+		d.Keys = l.Keys
+	}
+	if l.Depth > 0 {
+		d.Depth = l.Depth
+	}
+	return d
 }
 
 // parserProblems are the messages of libyaml's parser (not scanner)
@@ -115,32 +191,41 @@ func lineOf(data []byte, needle string) int {
 	return 1 + bytes.Count(data[:i], []byte("\n"))
 }
 
-// maxDepth bounds nesting, so that a hostile document cannot exhaust the
-// stack.
-const maxDepth = 200
-
 // converter turns nodes into values. done holds the value of each anchored
 // node already converted, so that aliases share it (and a billion laughs
-// costs nothing); active holds the nodes being converted, to refuse an
-// alias to an enclosing node.
+// costs nothing to load); active holds the nodes being converted, to refuse
+// an alias to an enclosing node.
 type converter struct {
+	lim    Limits
 	done   map[*yaml.Node]any
 	active map[*yaml.Node]bool
 	// size is how many nodes an anchored node stands for once aliases
 	// are expanded, and expanded the running total for the document:
-	// sharing makes a billion laughs cheap to load, but not to walk, so
-	// the expansion is bounded as if every alias were a copy.
+	// sharing makes a billion laughs cheap to load, but not to walk or
+	// to write out as JSON, so the expansion is held to the node limit
+	// as if every alias were a copy.
 	size     map[*yaml.Node]int
 	expanded int
 }
 
-// maxExpanded bounds the nodes a document stands for with its aliases
-// expanded; far above any real cloud-config.
-const maxExpanded = 1 << 22
+func (c *converter) tooDeep(n *yaml.Node, depth int) error {
+	if depth > c.lim.Depth {
+		return limitError(n.Line, "levels of nesting", c.lim.Depth)
+	}
+	return nil
+}
+
+func (c *converter) grow(n *yaml.Node, by int) error {
+	c.expanded += by
+	if c.expanded > c.lim.Nodes {
+		return limitError(n.Line, "YAML nodes once aliases are expanded", c.lim.Nodes)
+	}
+	return nil
+}
 
 func (c *converter) convert(n *yaml.Node, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, &Error{Line: n.Line, Msg: "nesting too deep"}
+	if err := c.tooDeep(n, depth); err != nil {
+		return nil, err
 	}
 	if n.Kind == yaml.AliasNode {
 		target := n.Alias
@@ -148,17 +233,15 @@ func (c *converter) convert(n *yaml.Node, depth int) (any, error) {
 			return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("alias *%s refers to a node that contains it", n.Value)}
 		}
 		if v, ok := c.done[target]; ok {
-			c.expanded += c.size[target]
-			if c.expanded > maxExpanded {
-				return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("aliases expand the document beyond %d nodes", maxExpanded)}
+			if err := c.grow(n, c.size[target]); err != nil {
+				return nil, err
 			}
 			return v, nil
 		}
 		return c.convert(target, depth+1)
 	}
-	c.expanded++
-	if c.expanded > maxExpanded {
-		return nil, &Error{Line: n.Line, Msg: fmt.Sprintf("aliases expand the document beyond %d nodes", maxExpanded)}
+	if err := c.grow(n, 1); err != nil {
+		return nil, err
 	}
 	before := c.expanded
 	if n.Anchor != "" {
@@ -193,6 +276,9 @@ func (c *converter) convertNode(n *yaml.Node, depth int) (any, error) {
 			default:
 				return nil, tagError(n)
 			}
+		}
+		if len(n.Content) > c.lim.Items {
+			return nil, limitError(n.Line, "items in a list", c.lim.Items)
 		}
 		out := make([]any, 0, len(n.Content))
 		for _, e := range n.Content {
@@ -229,6 +315,9 @@ func tagError(n *yaml.Node) error {
 // convertPairs builds !!omap and !!pairs as PyYAML's safe loader does: a
 // list of [key, value] pairs from a sequence of one-entry mappings.
 func (c *converter) convertPairs(n *yaml.Node, depth int) (any, error) {
+	if len(n.Content) > c.lim.Items {
+		return nil, limitError(n.Line, "items in a list", c.lim.Items)
+	}
 	out := make([]any, 0, len(n.Content))
 	for _, e := range n.Content {
 		if e.Kind != yaml.MappingNode || len(e.Content) != 2 {
@@ -248,8 +337,11 @@ func (c *converter) convertPairs(n *yaml.Node, depth int) (any, error) {
 }
 
 func (c *converter) convertMapping(n *yaml.Node, depth int) (map[string]any, error) {
-	if depth > maxDepth {
-		return nil, &Error{Line: n.Line, Msg: "nesting too deep"}
+	if err := c.tooDeep(n, depth); err != nil {
+		return nil, err
+	}
+	if len(n.Content)/2 > c.lim.Keys {
+		return nil, limitError(n.Line, "keys in a mapping", c.lim.Keys)
 	}
 	out := make(map[string]any, len(n.Content)/2)
 	// Python's dict treats equal numbers (1, 1.0, True) as one key and
@@ -294,6 +386,9 @@ func (c *converter) convertMapping(n *yaml.Node, depth int) (map[string]any, err
 				out[k] = v
 			}
 		}
+		if len(out) > c.lim.Keys {
+			return nil, limitError(n.Line, "keys in a mapping", c.lim.Keys)
+		}
 	}
 	return out, nil
 }
@@ -318,8 +413,8 @@ func numericKey(k any) (string, bool) {
 }
 
 func (c *converter) mergeSources(v *yaml.Node, depth int) ([]map[string]any, error) {
-	if depth > maxDepth {
-		return nil, &Error{Line: v.Line, Msg: "nesting too deep"}
+	if err := c.tooDeep(v, depth); err != nil {
+		return nil, err
 	}
 	one := func(n *yaml.Node) (map[string]any, error) {
 		val, err := c.convert(n, depth+1)
