@@ -12,6 +12,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // This file applies #cloud-config-jsonp parts: RFC 6902 JSON patches over
@@ -24,6 +26,11 @@ import (
 // ApplyPatch applies the JSON patch text (without the #cloud-config-jsonp
 // line) to doc and returns the patched document; doc is not changed.
 func ApplyPatch(doc any, patchText []byte) (any, error) {
+	return applyPatch(doc, patchText, nil)
+}
+
+// applyPatch is ApplyPatch charging what it copies to acc, if any.
+func applyPatch(doc any, patchText []byte, acc *accumulator) (any, error) {
 	raw, err := parseJSON(patchText)
 	if err != nil {
 		return nil, fmt.Errorf("parse JSON patch: %w", err)
@@ -32,9 +39,30 @@ func ApplyPatch(doc any, patchText []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	work := toMutable(doc)
+	c := &copier{seen: map[sharedKey]any{}}
+	work := c.copy(doc)
+	if err := acc.charge(c.copied); err != nil {
+		return nil, err
+	}
+	size := c.copied
 	for i, op := range ops {
-		work, err = op.apply(work)
+		// What an operation adds is counted before it is added: a copy of
+		// a value into itself doubles it, and forty copies would make a
+		// trillion values. The patched config is held to the size a
+		// cloud-config's YAML may have.
+		if op.name == "copy" || op.has {
+			var v any = op.value
+			if op.name == "copy" {
+				if from, err := fromPointer(op); err == nil {
+					v, _ = getAt(work, from)
+				}
+			}
+			size += sizeWithin(v, maxJSONValues-size+1)
+			if size > maxJSONValues {
+				return nil, fmt.Errorf("apply JSON patch operation %d (%s %s): the patched config would hold more than %d values", i, op.name, op.path, maxJSONValues)
+			}
+		}
+		work, err = op.apply(work, acc)
 		if err != nil {
 			return nil, fmt.Errorf("apply JSON patch operation %d (%s %s): %w", i, op.name, op.path, err)
 		}
@@ -59,7 +87,10 @@ type sharedKey struct {
 	len int
 }
 
-type copier struct{ seen map[sharedKey]any }
+type copier struct {
+	seen   map[sharedKey]any
+	copied int // mappings and lists copied, and their entries
+}
 
 func (c *copier) copy(v any) any {
 	switch x := v.(type) {
@@ -70,6 +101,7 @@ func (c *copier) copy(v any) any {
 		}
 		out := make(map[string]any, len(x))
 		c.seen[key] = out
+		c.copied += 1 + len(x)
 		for k, e := range x {
 			out[k] = c.copy(e)
 		}
@@ -85,6 +117,7 @@ func (c *copier) copy(v any) any {
 		if len(x) > 0 {
 			c.seen[key] = out
 		}
+		c.copied += 1 + len(x)
 		for i, e := range x {
 			out.items[i] = c.copy(e)
 		}
@@ -332,7 +365,7 @@ func toLast(doc any, ptr []string) (any, step, error) {
 	return doc, st, err
 }
 
-func (op patchOp) apply(doc any) (any, error) {
+func (op patchOp) apply(doc any, _ *accumulator) (any, error) {
 	switch op.name {
 	case "add":
 		if !op.has {
@@ -594,12 +627,50 @@ func pyNumber(v any) (float64, bool) {
 	return 0, false
 }
 
+// sizeWithin counts v's mappings, lists and their entries, shared ones as
+// copies, up to limit (then it stops and returns more than limit). A
+// scalar counts 1.
+func sizeWithin(v any, limit int) int {
+	n := 0
+	switch v.(type) {
+	case map[string]any, []any, *list:
+	default:
+		return 1
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		if n > limit {
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			n += 1 + len(x)
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			n += 1 + len(x)
+			for _, e := range x {
+				walk(e)
+			}
+		case *list:
+			walk(x.items)
+		}
+	}
+	walk(v)
+	return n
+}
+
+// maxJSONValues bounds the values of one patch, as yaml11's node limit
+// bounds a cloud-config's.
+var maxJSONValues = yaml11.DefaultLimits.Nodes
+
 // parseJSON decodes JSON as Python's json.loads with jsonpatch's hook: an
 // object's repeated key collects its values in a list; NaN, Infinity and
 // -Infinity are numbers; integers are int64 (text when out of range, as
 // seed/yaml11 does), other numbers float64.
 func parseJSON(data []byte) (any, error) {
-	p := &jsonParser{s: string(data)}
+	p := &jsonParser{s: string(data), left: maxJSONValues}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -615,6 +686,8 @@ func parseJSON(data []byte) (any, error) {
 type jsonParser struct {
 	s string
 	i int
+	// left is how many more values the text may hold.
+	left int
 }
 
 const maxJSONDepth = 200
@@ -637,7 +710,10 @@ func (p *jsonParser) skipSpace() {
 
 func (p *jsonParser) value(depth int) (any, error) {
 	if depth > maxJSONDepth {
-		return nil, p.errorf("nesting too deep")
+		return nil, p.errorf("more than %d levels of nesting", maxJSONDepth)
+	}
+	if p.left--; p.left < 0 {
+		return nil, p.errorf("more than %d JSON values", maxJSONValues)
 	}
 	if p.i >= len(p.s) {
 		return nil, p.errorf("expecting value")

@@ -14,6 +14,7 @@ package merge
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -293,6 +294,131 @@ type Merger struct {
 	dict *dictMerger
 	list *listMerger
 	str  *strMerger
+	// acc, when set, is the accumulator of a MergeParts run: what it owns
+	// is changed in place, and copies are charged to its budget.
+	acc *accumulator
+}
+
+// accumulator lets MergeParts merge part after part in time linear in
+// what the parts hold. cloud-init's mergers copy the config merged so far
+// at every level they touch, for every part: 20,000 parts each adding a
+// key took 28 s. The mappings and lists that merging made itself appear
+// once in the result and nowhere else, so they can change in place with
+// the same outcome; a value that came from a part may be shared (YAML
+// aliases) and is copied, once, the first time a merge changes it.
+type accumulator struct {
+	maps  map[uintptr]map[string]any
+	lists map[*any][]any
+	// work counts the values and bytes copied; merging that copies more
+	// than maxMergeWork stops (string appends and list prepends still
+	// copy what they extend, and each JSON patch copies the config).
+	work int
+	// undo records the changes made in place by the part being merged: a
+	// part whose merge fails is left out whole, as in cloud-init, whose
+	// mergers never change the config they merge into.
+	undo []undoEntry
+}
+
+// undoEntry puts back one key of a mapping or one item of a list.
+type undoEntry struct {
+	m    map[string]any
+	key  string
+	had  bool
+	list []any
+	i    int
+	old  any
+}
+
+func (a *accumulator) set(m map[string]any, k string, v any) {
+	old, had := m[k]
+	a.undo = append(a.undo, undoEntry{m: m, key: k, had: had, old: old})
+	m[k] = v
+}
+
+func (a *accumulator) del(m map[string]any, k string) {
+	old, had := m[k]
+	a.undo = append(a.undo, undoEntry{m: m, key: k, had: had, old: old})
+	delete(m, k)
+}
+
+func (a *accumulator) setItem(l []any, i int, v any) {
+	a.undo = append(a.undo, undoEntry{list: l, i: i, old: l[i]})
+	l[i] = v
+}
+
+// begin starts a part; rollback undoes what it changed in place.
+func (a *accumulator) begin() { a.undo = a.undo[:0] }
+
+func (a *accumulator) rollback() {
+	for i := len(a.undo) - 1; i >= 0; i-- {
+		u := a.undo[i]
+		switch {
+		case u.m == nil:
+			u.list[u.i] = u.old
+		case u.had:
+			u.m[u.key] = u.old
+		default:
+			delete(u.m, u.key)
+		}
+	}
+	a.undo = a.undo[:0]
+}
+
+// maxMergeWork bounds what merging one user-data's parts may copy: about
+// a second of work at most, a hundred times what merging a real seed
+// with a few large parts copies.
+const maxMergeWork = 1 << 24
+
+// errMergeWork is the error of a merge that reached maxMergeWork.
+var errMergeWork = fmt.Errorf("merging the parts copies more than %d values and bytes", maxMergeWork)
+
+func newAccumulator() *accumulator {
+	return &accumulator{maps: map[uintptr]map[string]any{}, lists: map[*any][]any{}}
+}
+
+func (a *accumulator) charge(n int) error {
+	if a == nil {
+		return nil
+	}
+	a.work += n
+	if a.work > maxMergeWork {
+		return errMergeWork
+	}
+	return nil
+}
+
+func mapID(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+
+func (a *accumulator) ownsMap(m map[string]any) bool {
+	if a == nil || m == nil {
+		return false
+	}
+	_, ok := a.maps[mapID(m)]
+	return ok
+}
+
+// ownMap records m as made by merging. The record holds m, so that its
+// address cannot be reused by a part's map while it is recorded.
+func (a *accumulator) ownMap(m map[string]any) map[string]any {
+	if a != nil && a.maps != nil {
+		a.maps[mapID(m)] = m
+	}
+	return m
+}
+
+func (a *accumulator) ownsList(l []any) bool {
+	if a == nil || cap(l) == 0 {
+		return false
+	}
+	_, ok := a.lists[&l[:1][0]]
+	return ok
+}
+
+func (a *accumulator) ownList(l []any) []any {
+	if a != nil && a.lists != nil && cap(l) > 0 {
+		a.lists[&l[:1][0]] = l
+	}
+	return l
 }
 
 type dictMerger struct {
@@ -425,24 +551,36 @@ func (m *Merger) mergeDict(base map[string]any, add any, path string) (any, erro
 		return base, nil
 	}
 	d := m.dict
-	out := make(map[string]any, len(base)+len(am))
-	for k, v := range base {
-		out[k] = v
+	out := base
+	// Changes to a mapping made by merging are recorded, to be undone if
+	// the part fails; a fresh copy is simply dropped then.
+	set, del := m.acc.set, m.acc.del
+	if !m.acc.ownsMap(base) {
+		set = func(m map[string]any, k string, v any) { m[k] = v }
+		del = func(m map[string]any, k string) { delete(m, k) }
+		if err := m.acc.charge(len(base)); err != nil {
+			return nil, err
+		}
+		out = make(map[string]any, len(base)+len(am))
+		for k, v := range base {
+			out[k] = v
+		}
+		m.acc.ownMap(out)
 	}
 	var errs []error
 	for _, k := range sortedKeys(am) {
 		v := am[k]
 		old, exists := out[k]
 		if !exists {
-			out[k] = v
+			set(out, k, v)
 			continue
 		}
 		if v == nil && d.allowDelete {
-			delete(out, k)
+			del(out, k)
 			continue
 		}
 		if d.replace {
-			out[k] = v
+			set(out, k, v)
 			continue
 		}
 		recurse := false
@@ -459,10 +597,13 @@ func (m *Merger) mergeDict(base map[string]any, add any, path string) (any, erro
 		}
 		merged, err := m.merge(old, v, joinPath(path, k))
 		if err != nil {
+			if errors.Is(err, errMergeWork) {
+				return nil, err
+			}
 			errs = append(errs, err)
 			continue
 		}
-		out[k] = merged
+		set(out, k, merged)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -482,15 +623,31 @@ func (m *Merger) mergeList(base []any, add any, path string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if l.method == listAppend && m.acc.ownsList(base) {
+			// Appending to a list only merging holds: in place, as
+			// Python's list.extend would, in amortised constant time.
+			return m.acc.ownList(append(base, items...)), nil
+		}
+		if err := m.acc.charge(len(base) + len(items)); err != nil {
+			return nil, err
+		}
 		out := make([]any, 0, len(base)+len(items))
 		if l.method == listAppend {
 			out = append(append(out, base...), items...)
 		} else {
 			out = append(append(out, items...), base...)
 		}
-		return out, nil
+		return m.acc.ownList(out), nil
 	}
-	out := slices.Clone(base)
+	out := base
+	setItem := m.acc.setItem
+	if !m.acc.ownsList(base) {
+		if err := m.acc.charge(len(base)); err != nil {
+			return nil, err
+		}
+		out = m.acc.ownList(slices.Clone(base))
+		setItem = func(l []any, i int, v any) { l[i] = v }
+	}
 	if out == nil {
 		out = []any{}
 	}
@@ -525,15 +682,18 @@ func (m *Merger) mergeList(base []any, add any, path string) (any, error) {
 			recurse = l.recurseDict
 		}
 		if !recurse {
-			out[i] = v
+			setItem(out, i, v)
 			continue
 		}
 		merged, err := m.merge(out[i], v, fmt.Sprintf("%s[%d]", path, i))
 		if err != nil {
+			if errors.Is(err, errMergeWork) {
+				return nil, err
+			}
 			errs = append(errs, err)
 			continue
 		}
-		out[i] = merged
+		setItem(out, i, merged)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -571,6 +731,9 @@ func (m *Merger) mergeStr(base string, add any, path string) (any, error) {
 	s, ok := add.(string)
 	if !ok {
 		return nil, fmt.Errorf("merge string %s: cannot append a %s to a string", pathName(path), typeName(add))
+	}
+	if err := m.acc.charge(len(base) + len(s)); err != nil {
+		return nil, err
 	}
 	return base + s, nil
 }
@@ -671,21 +834,40 @@ func MergeManyReport(sources ...map[string]any) (map[string]any, []error) {
 // Other parts (scripts, boothooks) are ignored. A part that cannot be read
 // or merged is left out with an error naming it (and the YAML line where
 // there is one); the other parts still merge. The result is never nil.
+//
+// The parts share one budget: yaml11's node limit counts the nodes of all
+// of them together, and merging may copy at most maxMergeWork values and
+// bytes. A part past either is left out, and so are the ones after it, with
+// an error that names the limit.
 func MergeParts(parts []seed.Part) (map[string]any, []error) {
+	return mergeParts(parts, newAccumulator())
+}
+
+// mergeParts is MergeParts with its accumulator; one without maps owns
+// nothing and copies as cloud-init does, which the tests compare with.
+func mergeParts(parts []seed.Part, acc *accumulator) (map[string]any, []error) {
 	var merged any
 	var errs []error
 	accepted := 0
+	nodesLeft := yaml11.DefaultLimits.Nodes
 	for i, p := range parts {
 		if p.Kind != seed.KindCloudConfig && p.Kind != seed.KindJSONPatch {
 			continue
 		}
 		// cloud-init starts from an empty config until a part succeeds.
 		if merged == nil || accepted == 0 {
-			merged = map[string]any{}
+			merged = acc.ownMap(map[string]any{})
 		}
-		next, err := mergePart(merged, p)
+		acc.begin()
+		next, nodes, err := mergePart(merged, p, acc, nodesLeft)
+		nodesLeft -= nodes
 		if err != nil {
+			acc.rollback()
 			errs = append(errs, fmt.Errorf("merge %s: %w", partName(p, i), err))
+			if errors.Is(err, errMergeWork) {
+				errs = append(errs, fmt.Errorf("merge cloud-config parts: the %d parts after %s are left out", len(parts)-i-1, partName(p, i)))
+				break
+			}
 			continue
 		}
 		merged = next
@@ -716,30 +898,40 @@ func partName(p seed.Part, i int) string {
 
 const jsonpPrefix = "#cloud-config-jsonp"
 
-func mergePart(merged any, p seed.Part) (any, error) {
+// mergePart merges one part into merged, loading its YAML within nodesLeft
+// nodes; it returns how many nodes the part's YAML held.
+func mergePart(merged any, p seed.Part, acc *accumulator, nodesLeft int) (any, int, error) {
 	if p.Kind == seed.KindJSONPatch {
 		text := strings.TrimLeftFunc(string(p.Content), isPySpace)
 		text = strings.TrimPrefix(text, jsonpPrefix)
-		return ApplyPatch(merged, []byte(text))
+		out, err := applyPatch(merged, []byte(text), acc)
+		return out, 0, err
 	}
-	doc, err := yaml11.Load(p.Content)
+	if nodesLeft <= 0 {
+		return nil, 0, fmt.Errorf("parse YAML: %w in the parts before it", yaml11.LimitReached())
+	}
+	doc, nodes, err := yaml11.LoadLimited(p.Content, yaml11.Limits{Nodes: nodesLeft})
 	if err != nil {
-		return nil, fmt.Errorf("parse YAML: %w", err)
+		if used := yaml11.DefaultLimits.Nodes - nodesLeft; used > 0 && errors.Is(err, yaml11.ErrLimit) && strings.Contains(err.Error(), "YAML nodes") {
+			// The budget is for all parts: say so, and name it whole.
+			return nil, 0, fmt.Errorf("parse YAML: %w with the %d of the parts before it", yaml11.LimitReached(), used)
+		}
+		return nil, 0, fmt.Errorf("parse YAML: %w", err)
 	}
 	cfg, ok := doc.(map[string]any)
 	if !ok {
 		if doc == nil {
-			return nil, errors.New("empty cloud config")
+			return nil, nodes, errors.New("empty cloud config")
 		}
-		return nil, fmt.Errorf("want a mapping at the top, got a %s", typeName(doc))
+		return nil, nodes, fmt.Errorf("want a mapping at the top, got a %s", typeName(doc))
 	}
 	spec, err := SpecFromConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nodes, err
 	}
 	header, err := ParseSpec(p.MergeHow)
 	if err != nil {
-		return nil, fmt.Errorf("read Merge-Type header: %w", err)
+		return nil, nodes, fmt.Errorf("read Merge-Type header: %w", err)
 	}
 	// The document's mergers come first, so they win over the header's for
 	// the same type; the header still supplies the types it leaves out.
@@ -749,9 +941,11 @@ func mergePart(merged any, p seed.Part) (any, error) {
 	}
 	m, err := New(spec)
 	if err != nil {
-		return nil, err
+		return nil, nodes, err
 	}
-	return m.Merge(merged, StripSpec(cfg))
+	m.acc = acc
+	out, err := m.Merge(merged, StripSpec(cfg))
+	return out, nodes, err
 }
 
 // isPySpace is Python's str.isspace for one character, which also counts

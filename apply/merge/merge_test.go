@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -430,9 +431,89 @@ func FuzzMergeParts(f *testing.F) {
 			cloudConfig("p2", second, header),
 			jsonPatch("p3", patch),
 		}
-		got, _ := MergeParts(parts)
+		got, errs := MergeParts(parts)
 		if got == nil {
 			t.Fatal("MergeParts returned a nil config")
+		}
+		// Merging in place must come out as copying every time does.
+		want, wantErrs := mergeParts(parts, &accumulator{})
+		if diff := cmp.Diff(want, got, cmpNaN); diff != "" {
+			t.Errorf("in place differs from copying (-copying +in place):\n%s", diff)
+		}
+		if len(errs) != len(wantErrs) {
+			t.Errorf("in place: %v; copying: %v", errs, wantErrs)
+		}
+	})
+}
+
+// cmpNaN makes NaN equal to itself, as a value merged twice is.
+var cmpNaN = cmp.Comparer(func(a, b float64) bool { return a == b || a != a && b != b })
+
+func TestMergePartsInPlaceKeepsAliasesApart(t *testing.T) {
+	parts := []seed.Part{
+		cloudConfig("p1", "a: &x {k: 1}\nb: *x\nl: &y [1]\nm: *y\ns: &z x\nt: *z\n", ""),
+		cloudConfig("p2", "merge_how: dict(recurse_array,recurse_str)+list(append)+str(append)\na: {k: 2, j: 3}\nl: [2]\ns: y\n", ""),
+		cloudConfig("p3", "merge_how: dict(recurse_array)+list(append)\na: {i: 4}\nl: [3]\n", ""),
+		// Fails at s after changing a and l: none of it may stay.
+		cloudConfig("p4", "merge_how: dict(recurse_array,recurse_str)+list(append)+str(append)\na: {h: 5}\nl: [4]\ns: [1]\n", ""),
+	}
+	got, errs := MergeParts(parts)
+	if len(errs) != 1 {
+		t.Errorf("errors %v, want the one of p4", errs)
+	}
+	want := map[string]any{
+		// dict() without replace keeps the keys merged before.
+		"a": map[string]any{"k": int64(1), "j": int64(3), "i": int64(4)},
+		"b": map[string]any{"k": int64(1)},
+		"l": []any{int64(1), int64(2), int64(3)},
+		"m": []any{int64(1)},
+		"s": "xy",
+		"t": "x",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MergeParts (-want +got):\n%s", diff)
+	}
+}
+
+func TestMergePartsLimits(t *testing.T) {
+	var big strings.Builder
+	for _, key := range []string{"a", "b"} {
+		big.WriteString(key + ": [")
+		big.WriteString(strings.Repeat("1,", 75_000))
+		big.WriteString("1]\n")
+	}
+	t.Run("YAML nodes of all parts together", func(t *testing.T) {
+		parts := []seed.Part{cloudConfig("p1", big.String(), ""), cloudConfig("p2", big.String(), ""), cloudConfig("p3", "c: 1\n", "")}
+		got, errs := MergeParts(parts)
+		if len(errs) != 1 || errs[0].Error() != "merge p2: parse YAML: more than 200000 YAML nodes with the 150008 of the parts before it" {
+			t.Errorf("errors %v, want p2 refused for the node limit", errs)
+		}
+		if got["a"] == nil || got["c"] == nil {
+			t.Errorf("p1 and p3 were not merged: %v", got)
+		}
+	})
+	t.Run("copying", func(t *testing.T) {
+		// Each part appends 10,000 bytes to one string: 7,000 parts would
+		// copy 245 GB.
+		parts := []seed.Part{cloudConfig("p0", "s: x\n", "")}
+		add := "merge_how: dict(recurse_str)+str(append)\ns: " + strings.Repeat("x", 10_000) + "\n"
+		for i := range 7000 {
+			parts = append(parts, cloudConfig(fmt.Sprintf("p%d", i+1), add, ""))
+		}
+		_, errs := MergeParts(parts)
+		if len(errs) != 2 || !strings.Contains(errs[0].Error(), "copies more than 16777216 values and bytes") || !strings.Contains(errs[1].Error(), "parts after") {
+			t.Errorf("errors %v, want the copy limit", errs)
+		}
+	})
+	t.Run("JSON patch copies", func(t *testing.T) {
+		var ops []string
+		for range 40 {
+			ops = append(ops, `{"op":"copy","from":"/a","path":"/a/-"}`)
+		}
+		parts := []seed.Part{cloudConfig("p1", "a: [1]\n", ""), jsonPatch("p2", "["+strings.Join(ops, ",")+"]")}
+		_, errs := MergeParts(parts)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "operation 16 (copy /a/-): the patched config would hold more than 200000 values") {
+			t.Errorf("errors %v, want the size limit", errs)
 		}
 	})
 }

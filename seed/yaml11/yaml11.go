@@ -93,6 +93,12 @@ func limitError(line int, what string, max int) *Error {
 	return &Error{Line: line, Msg: fmt.Sprintf("more than %d %s", max, what), limit: true}
 }
 
+// LimitReached is the error of a document given no nodes at all: a budget
+// shared by several documents that earlier ones used up.
+func LimitReached() error {
+	return limitError(0, "YAML nodes", DefaultLimits.Nodes)
+}
+
 // LoadLimited is Load with the given limits (a zero field takes
 // DefaultLimits'). It also returns how many nodes the document stands
 // for, aliases expanded, so that a caller can hold several documents to
