@@ -139,6 +139,9 @@ func (r *renderer) pyRange(args []value) (value, error) {
 	if err := r.spend(int(count)); err != nil {
 		return nil, err
 	}
+	if err := r.allocate(int(count) * (itemBytes + 8)); err != nil {
+		return nil, err
+	}
 	items := make([]value, count)
 	for i := range items {
 		items[i] = start + int64(i)*step
@@ -315,6 +318,9 @@ func (r *renderer) callStringMethod(s, name string, args []value, kwargs map[str
 		if err := r.checkSize(size); err != nil {
 			return nil, err
 		}
+		if err := r.allocate(size); err != nil {
+			return nil, err
+		}
 		return strings.Join(parts, s), nil
 	case "find", "count", "removeprefix", "removesuffix":
 		a, err := bind(args, kwargs, param{"sub", nil})
@@ -434,12 +440,24 @@ func (r *renderer) callDictMethod(d *pyDict, name string, args []value, kwargs m
 	}
 	switch name {
 	case "items":
+		if err := r.allocate(d.len() * (itemBytes + entryBytes)); err != nil {
+			return nil, err
+		}
 		return dictItems(r, d, kindDictItems)
 	case "keys":
-		return &pyList{items: append([]value(nil), d.keys...), kind: kindDictKeys}, r.spend(d.len())
+		if err := r.checkItems(d.len()); err != nil {
+			return nil, err
+		}
+		return &pyList{items: append([]value(nil), d.keys...), kind: kindDictKeys}, nil
 	case "values":
-		return &pyList{items: append([]value(nil), d.vals...), kind: kindDictValues}, r.spend(d.len())
+		if err := r.checkItems(d.len()); err != nil {
+			return nil, err
+		}
+		return &pyList{items: append([]value(nil), d.vals...), kind: kindDictValues}, nil
 	case "copy":
+		if err := r.allocate(d.len() * entryBytes); err != nil {
+			return nil, err
+		}
 		c := newDict()
 		for i, k := range d.keys {
 			_ = c.set(k, d.vals[i])
@@ -452,6 +470,9 @@ func (r *renderer) callDictMethod(d *pyDict, name string, args []value, kwargs m
 		if len(args) == 1 {
 			switch src := args[0].(type) {
 			case *pyDict:
+				if err := r.allocate(src.len() * entryBytes); err != nil {
+					return nil, err
+				}
 				for i, k := range src.keys {
 					if err := d.set(k, src.vals[i]); err != nil {
 						return nil, err
@@ -460,6 +481,9 @@ func (r *renderer) callDictMethod(d *pyDict, name string, args []value, kwargs m
 			default:
 				pairs, err := iterate(src)
 				if err != nil {
+					return nil, err
+				}
+				if err := r.allocate(len(pairs) * entryBytes); err != nil {
 					return nil, err
 				}
 				for i, p := range pairs {
@@ -515,7 +539,10 @@ func (r *renderer) callListMethod(l *pyList, name string, args []value, kwargs m
 		if err != nil || len(args) != 1 {
 			return nil, errors.New("append() takes exactly one argument")
 		}
-		if err := r.checkSize(len(l.items) + 1); err != nil {
+		if len(l.items)+1 > maxListItems {
+			return nil, fmt.Errorf("list of more than %d items", maxListItems)
+		}
+		if err := r.allocate(itemBytes); err != nil {
 			return nil, err
 		}
 		l.items = append(l.items, a[0])
@@ -528,7 +555,10 @@ func (r *renderer) callListMethod(l *pyList, name string, args []value, kwargs m
 		if err != nil {
 			return nil, err
 		}
-		if err := r.checkSize(len(l.items) + len(items)); err != nil {
+		if len(l.items)+len(items) > maxListItems {
+			return nil, fmt.Errorf("list of more than %d items", maxListItems)
+		}
+		if err := r.allocate(len(items) * itemBytes); err != nil {
 			return nil, err
 		}
 		l.items = append(l.items, items...)

@@ -211,6 +211,9 @@ func (r *renderer) replace(s, old, repl string, n int64) (value, error) {
 	if err := r.checkSize(len(s) + int(matches)*(len(repl)-len(old))); err != nil {
 		return nil, err
 	}
+	if err := r.allocate(len(s) + int(matches)*max(len(repl)-len(old), 0)); err != nil {
+		return nil, err
+	}
 	return strings.Replace(s, old, repl, int(max(n, -1))), nil
 }
 

@@ -3,6 +3,7 @@ package jinja
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,11 @@ func FuzzRender(f *testing.F) {
 		"{{ 0x }}", "{{ 1e }}", "{{ 1_ }}", "{{ 00 }}", "{{ 1.5e+3_0 }}", "{{ '%*d' % 1 }}",
 		"{{ '%(a' % {} }}", "{% set a, b = 'xy' %}{{ b }}", "{{ x is divisibleby 0 }}",
 		"{{ range(0, 10, 0) }}", "{{ 'é'[0] }}{{ 'é'|reverse }}", "{{ \xff }}", "\r\n{{ 1 }}\r",
+		// Hostile shapes: doubling, repetition, values kept in a namespace.
+		"{% set l = [1] %}" + strings.Repeat("{% set l = l + l %}", 40) + "{{ l|length }}",
+		"{% set s = 'ab' %}" + strings.Repeat("{% set s = s ~ s %}", 40) + "{{ s|length }}",
+		"{{ ([0] * 999999 + [1])|length }}{{ ('x' * 99999)|replace('x', 'xx') }}",
+		"{% set ns = namespace(d={}) %}{% for i in range(1000) %}{% do ns.d.update({i: range(1000)|list}) %}{% endfor %}{{ ns.d|length }}",
 	} {
 		f.Add(seed)
 	}

@@ -157,7 +157,10 @@ func TestLimits(t *testing.T) {
 	}{
 		{"output cap", "{% for i in range(100) %}0123456789{% endfor %}", 500, "output exceeds 500 bytes"},
 		{"string repetition", "{{ 'x' * 100000000000 }}", 0, "exceeds"},
-		{"list repetition", "{{ [1, 2] * 100000000000 }}", 0, "exceeds"},
+		{"list repetition", "{{ [1, 2] * 100000000000 }}", 0, "list of more than 1000000 items"},
+		// 2^40 items: 391 MiB before lists had a cap of their own.
+		{"list doubling", "{% set l = [1] %}" + strings.Repeat("{% set l = l + l %}", 40) + "{{ l|length }}", 0, "list of more than 1000000 items"},
+		{"many large lists kept", "{% set ns = namespace(d={}) %}{% set l = range(900000)|list %}{% for i in range(100) %}{% do ns.d.update({i: l + [i]}) %}{% endfor %}{{ ns.d|length }}", 0, "template builds more than 67108864 bytes of values"},
 		{"huge range", "{% for i in range(100000000) %}{% endfor %}", 0, "range of more than"},
 		{"nested loops", "{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(10) %}{% endfor %}{% endfor %}{% endfor %}", 0, "loop iterations"},
 		{"deep parentheses", strings.Repeat("{{ ", 1) + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000) + " }}", 0, "nest"},

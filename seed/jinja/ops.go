@@ -68,12 +68,15 @@ func (r *renderer) arith(op string, l, rv value) (value, error) {
 				if err := r.checkSize(len(ls) + len(rs)); err != nil {
 					return nil, err
 				}
+				if err := r.allocate(len(ls) + len(rs)); err != nil {
+					return nil, err
+				}
 				return ls + rs, nil
 			}
 		}
 		if ll, ok := l.(*pyList); ok {
 			if rl, ok := rv.(*pyList); ok && ll.kind == rl.kind && (ll.kind == kindList || ll.kind == kindTuple) {
-				if err := r.checkSize(len(ll.items) + len(rl.items)); err != nil {
+				if err := r.checkItems(len(ll.items) + len(rl.items)); err != nil {
 					return nil, err
 				}
 				items := append(append([]value(nil), ll.items...), rl.items...)
@@ -108,15 +111,18 @@ func (r *renderer) repeat(seq value, n int64) (value, error) {
 		if err := r.checkSize(len(s) * int(n)); err != nil {
 			return nil, err
 		}
+		if err := r.allocate(len(s) * int(n)); err != nil {
+			return nil, err
+		}
 		return strings.Repeat(s, int(n)), nil
 	case *pyList:
 		if s.kind != kindList && s.kind != kindTuple {
 			break
 		}
-		if len(s.items) > 0 && n > int64(r.maxOutput/len(s.items)) {
-			return nil, fmt.Errorf("list exceeds %d items", r.maxOutput)
+		if len(s.items) > 0 && n > int64(maxListItems/len(s.items)) {
+			return nil, fmt.Errorf("list of more than %d items", maxListItems)
 		}
-		if err := r.checkSize(len(s.items) * int(n)); err != nil {
+		if err := r.checkItems(len(s.items) * int(n)); err != nil {
 			return nil, err
 		}
 		items := make([]value, 0, len(s.items)*int(n))
