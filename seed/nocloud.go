@@ -29,25 +29,12 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 		return nil, fmt.Errorf("read NoCloud seed %s: not a directory", dir)
 	}
 	read := func(name string) ([]byte, bool, error) {
-		p := filepath.Join(dir, name)
-		f, err := os.Open(p)
+		b, err := ReadSeedFile(filepath.Join(dir, name), maxSeedFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, nil
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("read NoCloud seed: %w", err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return nil, false, fmt.Errorf("read NoCloud seed: %w", err)
-		}
-		if st.Size() > maxSeedFile {
-			return nil, false, fmt.Errorf("read NoCloud seed %s: %d bytes is over the %d-byte limit", p, st.Size(), maxSeedFile)
-		}
-		b := make([]byte, st.Size())
-		if _, err := f.ReadAt(b, 0); err != nil && st.Size() > 0 {
-			return nil, false, fmt.Errorf("read NoCloud seed %s: %w", p, err)
 		}
 		return b, true, nil
 	}

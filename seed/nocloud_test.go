@@ -1,9 +1,11 @@
 package seed
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,4 +87,73 @@ func cmpIgnore(fields ...string) cmp.Option {
 		}
 		return false
 	}, cmp.Ignore())
+}
+
+// TestLoadNoCloudDirRefusesSpecialFiles: a seed file that is a named pipe
+// used to block the read, and PID 1 with it, forever.
+func TestLoadNoCloudDirRefusesSpecialFiles(t *testing.T) {
+	for _, name := range []string{"meta-data", "user-data", "vendor-data", "network-config", "datasource-config"} {
+		for _, kind := range []string{"a named pipe", "a directory"} {
+			t.Run(name+" as "+kind, func(t *testing.T) {
+				dir := t.TempDir()
+				if name != "meta-data" {
+					if err := os.WriteFile(filepath.Join(dir, "meta-data"), []byte("instance-id: a\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				p := filepath.Join(dir, name)
+				var err error
+				if kind == "a named pipe" {
+					err = syscall.Mkfifo(p, 0o644)
+				} else {
+					err = os.Mkdir(p, 0o755)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = LoadNoCloudDir(dir)
+				want := "read NoCloud seed: read " + p + ": not a regular file (" + kind + ")"
+				if err == nil || err.Error() != want || !errors.Is(err, ErrNotRegular) {
+					t.Errorf("LoadNoCloudDir: %v, want %q", err, want)
+				}
+			})
+		}
+	}
+}
+
+func TestReadSeedFile(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("small", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, file string
+		max        int64
+		want       string
+		wantErr    string
+	}{
+		{name: "regular", file: small, max: 5, want: "12345"},
+		{name: "symlink to regular", file: filepath.Join(dir, "link"), max: 5, want: "12345"},
+		{name: "over the limit", file: small, max: 4, wantErr: "5 bytes is over the 4-byte limit"},
+		{name: "character device", file: "/dev/zero", max: 4, wantErr: "not a regular file (a character device)"},
+		{name: "missing", file: filepath.Join(dir, "nope"), max: 4, wantErr: "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadSeedFile(tc.file, tc.max)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("ReadSeedFile: %q, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Errorf("ReadSeedFile: %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
 }

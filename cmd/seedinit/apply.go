@@ -69,10 +69,11 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 		return fail(stderr, "%s: %v", verb, err)
 	}
 	// A seed PID 1 kept for the final stage names its real datasource.
-	if b, err := os.ReadFile(filepath.Join(seedDir, "subplatform")); err == nil {
+	// seed.ReadSeedFile: a named pipe here must not block PID 1.
+	if b, err := seed.ReadSeedFile(filepath.Join(seedDir, "subplatform"), 4096); err == nil {
 		sd.Subplatform = strings.TrimSpace(string(b))
 	}
-	if b, err := os.ReadFile(filepath.Join(seedDir, "datasource")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+	if b, err := seed.ReadSeedFile(filepath.Join(seedDir, "datasource"), 4096); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		sd.Datasource = strings.TrimSpace(string(b))
 	}
 

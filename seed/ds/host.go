@@ -196,6 +196,11 @@ func (t rootTree) ReadFile(name string) ([]byte, error) {
 	if st.IsDir() {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: errors.New("is a directory")}
 	}
+	if !st.Mode().IsRegular() {
+		// A named pipe nobody writes to would block the read, and PID 1
+		// with it, forever.
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w (mode %s)", seed.ErrNotRegular, st.Mode().Type())}
+	}
 	if st.Size() > maxImageFile {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: %d bytes", ErrTooLarge, st.Size())}
 	}
