@@ -1,6 +1,7 @@
 package seed
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
@@ -198,17 +199,35 @@ func (p *processor) includeURL(part *mimePart, rawURL string, once bool, depth i
 	p.process(msg, depth+1)
 }
 
+// fetch gets one URL within what is left of the include budget: one
+// budget for all of a user-data's includes, so that URLs that accept and
+// never answer cannot hold the boot for FetchTimeout each.
 func (p *processor) fetch(rawURL string) ([]byte, error) {
 	if err := p.ctx.Err(); err != nil {
 		return nil, err
 	}
+	budget := p.opts.IncludeBudget
+	if budget <= 0 {
+		budget = DefaultIncludeBudget
+	}
+	if p.includeDeadline.IsZero() {
+		p.includeDeadline = time.Now().Add(budget)
+	}
+	left := time.Until(p.includeDeadline)
+	if left <= 0 {
+		return nil, fmt.Errorf("the %v for all of %s's includes is used up", budget, p.name)
+	}
+	ctx, cancel := context.WithDeadline(p.ctx, p.includeDeadline)
+	defer cancel()
 	if p.opts.Fetch == nil {
 		if p.remaining <= 0 {
 			return nil, fmt.Errorf("the %d-byte cap on %s is reached", p.limit, p.name)
 		}
-		return Web(p.ctx, WebRequest{URL: rawURL, MaxSize: p.remaining})
+		body, err := Web(ctx, WebRequest{URL: rawURL, MaxSize: p.remaining, Timeout: min(FetchTimeout, left)})
+		return body, p.budgetError(err, budget)
 	}
-	body, err := p.opts.Fetch(p.ctx, rawURL)
+	body, err := p.opts.Fetch(ctx, rawURL)
+	err = p.budgetError(err, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +235,15 @@ func (p *processor) fetch(rawURL string) ([]byte, error) {
 		return nil, fmt.Errorf("%d bytes exceed the %d-byte cap on %s", len(body), p.limit, p.name)
 	}
 	return body, nil
+}
+
+// budgetError says that a fetch stopped because the include budget ran
+// out, rather than the deadline's bare "context deadline exceeded".
+func (p *processor) budgetError(err error, budget time.Duration) error {
+	if err == nil || p.ctx.Err() != nil || time.Now().Before(p.includeDeadline) {
+		return err
+	}
+	return fmt.Errorf("stopped at the end of the %v for all of %s's includes: %w", budget, p.name, err)
 }
 
 // pySplitLines is Python's str.splitlines(): lines end at \n, \r, \r\n,

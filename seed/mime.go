@@ -510,16 +510,17 @@ type mimeParser struct {
 }
 
 // Python would hit its recursion limit somewhere past maxMIMEDepth; beyond
-// these bounds the rest of a part is kept as its body.
-const (
-	maxMIMEDepth = 100
-	maxMIMEParts = 10000
-)
+// these bounds the rest of a part is kept as its body, and the caller,
+// told how many parts there were, refuses the message past maxParts.
+const maxMIMEDepth = 100
 
-// parseMIME parses a whole message the way email.message_from_string does.
-func parseMIME(data []byte) *mimePart {
+// parseMIME parses a whole message the way email.message_from_string does,
+// and says how many parts (messages included) it found, up to one more
+// than maxParts.
+func parseMIME(data []byte) (*mimePart, int) {
 	p := &mimeParser{lines: splitLines(data)}
-	return p.parse("text/plain", 0)
+	msg := p.parse("text/plain", 0)
+	return msg, p.parts
 }
 
 // readLine returns the next line, or nil at the end of the input or of the
@@ -574,7 +575,7 @@ func (p *mimeParser) parse(defaultType string, depth int) *mimePart {
 	}
 	p.parseHeaders(msg, headerLines)
 
-	if depth >= maxMIMEDepth || p.parts > maxMIMEParts {
+	if depth >= maxMIMEDepth || p.parts > maxParts {
 		msg.body = p.restOfPart()
 		return msg
 	}

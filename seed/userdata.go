@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/seedinit/seedinit/seed/jinja"
@@ -25,11 +26,24 @@ const DefaultMaxSize int64 = 16 << 20
 
 // maxIncludeDepth bounds #include chains (cloud-init has no bound and
 // recurses until Python gives up); maxFetches bounds the URLs one
-// user-data may fetch in all.
+// user-data may fetch in all, and DefaultIncludeBudget the time all of
+// them may take together.
 const (
 	maxIncludeDepth = 10
 	maxFetches      = 100
+	// DefaultIncludeBudget is the time all of a user-data's #include
+	// fetches may take together when Options.IncludeBudget is 0. cloud-init
+	// gives each URL 5 s a try and 10 retries a second apart, with no
+	// bound on the whole: 20 URLs that never answer hold its boot for 20
+	// minutes.
+	DefaultIncludeBudget = 30 * time.Second
 )
+
+// maxParts bounds the parts of one user-data: those of its MIME message,
+// and all it attaches (MIME, archive entries, included content). The
+// largest real multipart user-data has tens of parts; merging 10,000
+// cloud-config parts takes about a second.
+const maxParts = 10_000
 
 // Options tune ProcessUserData.
 type Options struct {
@@ -60,6 +74,10 @@ type Options struct {
 	// Name is what the input is called in messages: "user-data" (the
 	// default) or "vendor-data".
 	Name string
+	// IncludeBudget bounds the time all #include fetches take together;
+	// each fetch gets what is left of it, at most FetchTimeout. 0 means
+	// DefaultIncludeBudget.
+	IncludeBudget time.Duration
 	// ErrorOnFailure is cloud-init's ERROR_ON_USER_DATA_FAILURE (true in
 	// cloud-init since 20.3): an #include that cannot be fetched or a
 	// part that cannot be decompressed fails the whole call instead of
@@ -206,6 +224,9 @@ func ProcessUserData(ctx context.Context, raw []byte, opts Options) (*Processed,
 		return nil, fmt.Errorf("read %s: %w", p.name, err)
 	}
 	p.process(msg, 0)
+	if p.tooManyParts {
+		return nil, fmt.Errorf("read %s: more than %d parts (with its archives and includes)", p.name, maxParts)
+	}
 	if opts.ErrorOnFailure && len(p.failures) > 0 {
 		return nil, fmt.Errorf("process %s: %w", p.name, errors.Join(p.failures...))
 	}
@@ -226,6 +247,11 @@ type processor struct {
 	walked int
 	// failures are the problems that ErrorOnFailure makes fatal.
 	failures []error
+	// tooManyParts is set once more than maxParts would be attached.
+	tooManyParts bool
+	// includeDeadline is when the include budget runs out, set at the
+	// first fetch.
+	includeDeadline time.Time
 }
 
 func (p *processor) warnf(format string, args ...any) {
@@ -268,7 +294,10 @@ func (p *processor) toMessage(data []byte, origin string) (*mimePart, error) {
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("parse MIME: not valid UTF-8 at byte %d", invalidUTF8At(data))
 	}
-	msg := parseMIME(data)
+	msg, parts := parseMIME(data)
+	if parts > maxParts {
+		return nil, fmt.Errorf("parse MIME: more than %d MIME parts", maxParts)
+	}
 	msg.walk(func(part *mimePart) { part.origin = origin })
 	return msg, nil
 }
@@ -391,6 +420,10 @@ func (p *processor) gunzipPart(data []byte) ([]byte, error) {
 // attach is UserDataProcessor._attach_part: number the part, name it
 // part-NNN unless it has a filename, and settle its launch index.
 func (p *processor) attach(part *mimePart) {
+	if len(p.attached) >= maxParts {
+		p.tooManyParts = true
+		return
+	}
 	p.attached = append(p.attached, part)
 	part.attached = len(p.attached)
 	if part.filename() == "" {

@@ -67,7 +67,7 @@ func FuzzProcessUserData(f *testing.F) {
 func FuzzSplitMIME(f *testing.F) {
 	addUserDataSeeds(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		msg := parseMIME(raw)
+		msg, _ := parseMIME(raw)
 		total := 0
 		msg.walk(func(p *mimePart) {
 			if ct := p.contentType(); strings.Count(ct, "/") != 1 {
