@@ -3,6 +3,7 @@ package seed
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,21 @@ func addUserDataSeeds(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// Hostile shapes, small enough for the fuzzer to mutate.
+	var parts, keys strings.Builder
+	parts.WriteString("Content-Type: multipart/mixed; boundary=B\nMIME-Version: 1.0\n\n")
+	keys.WriteString("#cloud-config\n")
+	for i := range 200 {
+		fmt.Fprintf(&parts, "--B\nContent-Type: text/cloud-config\n\n#cloud-config\nmerge_how: dict(recurse_array)+list(append)\nruncmd: [%d]\n", i)
+		fmt.Fprintf(&keys, "k%d: [%d, x]\n", i, i)
+	}
+	parts.WriteString("--B--\n")
+	f.Add([]byte(parts.String()))
+	f.Add([]byte(keys.String()))
+	f.Add([]byte("#cloud-config\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"))
+	f.Add([]byte("## template: jinja\n#cloud-config\n{% set l = [1] %}" + strings.Repeat("{% set l = l + l %}", 40) + "\nn: {{ l|length }}\n"))
+	f.Add([]byte("#cloud-config-archive\n" + strings.Repeat("- {type: text/cloud-config, content: 'a: 1'}\n", 50)))
+	f.Add([]byte("#cloud-config-jsonp\n[" + strings.Repeat(`{"op":"copy","from":"/a","path":"/a/-"},`, 30) + `{"op":"test","path":"/a","value":1}]`))
 }
 
 // FuzzProcessUserData feeds arbitrary user-data through the whole decoder
@@ -52,6 +68,9 @@ func FuzzProcessUserData(f *testing.F) {
 		})
 		if err != nil {
 			return
+		}
+		if len(got.Parts) > maxParts {
+			t.Errorf("%d parts, over the limit of %d", len(got.Parts), maxParts)
 		}
 		for i, p := range got.Parts {
 			if p.Kind == "" || p.Filename == "" || p.Source == "" || !strings.Contains(p.ContentType, "/") {

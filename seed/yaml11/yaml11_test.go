@@ -372,6 +372,14 @@ func FuzzLoad(f *testing.F) {
 	f.Add("a: &a\n  <<: *a\n")
 	f.Add("x: &x [&y [*x, *y]]")
 	f.Add(laughs)
+	for _, in := range hostileYAML(2000) {
+		f.Add(string(in))
+	}
+	f.Add("a: &a {x: 1}\nb: &b {<<: *a, y: 1}\nc: &c {<<: [*a, *b], z: 1}\n")
+	// Small limits, so that the fuzzer reaches them: within them a
+	// document loads, past them it fails with a limit error, never a
+	// panic and never more than the limits.
+	lim := Limits{Nodes: 500, Comments: 50, Items: 100, Keys: 100, Depth: 20}
 	f.Fuzz(func(t *testing.T, in string) {
 		v, err := Load([]byte(in))
 		if err != nil {
@@ -379,8 +387,12 @@ func FuzzLoad(f *testing.F) {
 			if !errors.As(err, &ye) {
 				t.Fatalf("Load(%q) error %v is not a *yaml11.Error", in, err)
 			}
-			return
+		} else {
+			_ = pyJSON(v)
 		}
-		_ = pyJSON(v)
+		_, n, err := LoadLimited([]byte(in), lim)
+		if err == nil && n > lim.Nodes {
+			t.Fatalf("LoadLimited(%q) made %d nodes, over the limit of %d", in, n, lim.Nodes)
+		}
 	})
 }
