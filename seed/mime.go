@@ -713,6 +713,13 @@ func (p *mimeParser) parseMultipart(msg *mimePart, depth int) {
 				break
 			}
 		}
+		if p.parts > maxParts {
+			// The caller refuses the message: reading on would only
+			// make parts to throw away.
+			p.pos = len(p.lines)
+			p.pushed = nil
+			return
+		}
 		p.eof = append(p.eof, matchBoundary)
 		msg.container = true
 		msg.children = append(msg.children, p.parse(childType, depth+1))

@@ -382,9 +382,7 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 			p.Errors = append(p.Errors, fmt.Sprintf("process %s: %v", what, err))
 			return &seed.Processed{}, nil
 		}
-		for _, w := range proc.Warnings {
-			p.Warnings = append(p.Warnings, what+": "+w)
-		}
+		p.Warnings = append(p.Warnings, summarize(what+": ", "warnings of "+what, proc.Warnings)...)
 		cfg, errs := merge.MergeParts(proc.Parts)
 		for _, e := range errs {
 			p.Errors = append(p.Errors, fmt.Sprintf("%s: %v", what, e))
@@ -402,7 +400,7 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 	// cloud-init's order: instance configs over the datasource's over
 	// /etc/cloud's.
 	p.Config = apply.Config(merge.MergeMany(userCfg, vendorCfg, opts.Seed.Config, system))
-	p.Warnings = append(p.Warnings, unknownKeys(userCfg, vendorCfg)...)
+	p.Warnings = append(p.Warnings, summarize("", "unknown or unsupported cloud-config keys", unknownKeys(userCfg, vendorCfg))...)
 
 	write := func(name string, data []byte, mode uint32) {
 		if _, err := opts.Root.WriteFileIfChanged(name, data, fsMode(mode), target.KeepOwner); err != nil {
@@ -470,6 +468,26 @@ var systemKeys = map[string]bool{
 	"syslog_fix_perms": true, "disable_root": true, "disable_root_opts": true,
 	"preserve_hostname": true, "manual_cache_clean": true, "network": true,
 	"reporting": true, "ssh_pwauth": true, "allow_public_ssh_keys": true,
+}
+
+// maxListedWarnings bounds the warnings of one kind that Prepare lists
+// one by one. status.json repeats every warning and is written after each
+// module: a config of 100,000 unknown keys made 100,000 warnings and kept
+// apply busy for half a minute and 260 MiB writing them.
+const maxListedWarnings = 100
+
+// summarize prefixes the first maxListedWarnings warnings and sums up the
+// rest in one more, which says what they were.
+func summarize(prefix, what string, warnings []string) []string {
+	out := make([]string, 0, min(len(warnings), maxListedWarnings+1))
+	for i, w := range warnings {
+		if i == maxListedWarnings {
+			out = append(out, fmt.Sprintf("%s%d more %s, not listed (the first %d are)", prefix, len(warnings)-i, what, maxListedWarnings))
+			break
+		}
+		out = append(out, prefix+w)
+	}
+	return out
 }
 
 func unknownKeys(cfgs ...map[string]any) []string {

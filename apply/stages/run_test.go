@@ -366,3 +366,26 @@ func TestOnlySkips(t *testing.T) {
 		}
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	var many []string
+	for i := range 250 {
+		many = append(many, fmt.Sprintf("w%d", i))
+	}
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{name: "none", in: nil, want: []string{}},
+		{name: "few", in: []string{"a", "b"}, want: []string{"p: a", "p: b"}},
+		{name: "many", in: many, want: append(prefixAll("p", many[:100]), "p: 150 more things, not listed (the first 100 are)")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, summarize("p: ", "things", tc.in)); diff != "" {
+				t.Errorf("summarize (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

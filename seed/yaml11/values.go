@@ -72,3 +72,12 @@ func Truthy(v any) bool {
 	}
 	return true
 }
+
+// PlainIsString reports whether s, written as a plain (unquoted) scalar,
+// loads back as the string s under YAML 1.1's rules: "yes", "0644",
+// "1_000" and "1:20" do not.
+func PlainIsString(s string) bool {
+	v, err := resolvePlain(s, 0)
+	got, ok := v.(string)
+	return err == nil && ok && got == s
+}
