@@ -307,7 +307,7 @@ type Merger struct {
 // the same outcome; a value that came from a part may be shared (YAML
 // aliases) and is copied, once, the first time a merge changes it.
 type accumulator struct {
-	maps  map[uintptr]map[string]any
+	maps  map[uintptr]ownedMap
 	lists map[*any][]any
 	// work counts the values and bytes copied; merging that copies more
 	// than maxMergeWork stops (string appends and list prepends still
@@ -317,6 +317,14 @@ type accumulator struct {
 	// part whose merge fails is left out whole, as in cloud-init, whose
 	// mergers never change the config they merge into.
 	undo []undoEntry
+	// part counts the parts begun: a mapping made while merging the
+	// current part needs no undo, the part's failure drops it whole.
+	part int
+}
+
+type ownedMap struct {
+	m    map[string]any
+	part int
 }
 
 // undoEntry puts back one key of a mapping or one item of a list.
@@ -347,7 +355,10 @@ func (a *accumulator) setItem(l []any, i int, v any) {
 }
 
 // begin starts a part; rollback undoes what it changed in place.
-func (a *accumulator) begin() { a.undo = a.undo[:0] }
+func (a *accumulator) begin() {
+	a.undo = a.undo[:0]
+	a.part++
+}
 
 func (a *accumulator) rollback() {
 	for i := len(a.undo) - 1; i >= 0; i-- {
@@ -373,7 +384,7 @@ const maxMergeWork = 1 << 24
 var errMergeWork = fmt.Errorf("merging the parts copies more than %d values and bytes", maxMergeWork)
 
 func newAccumulator() *accumulator {
-	return &accumulator{maps: map[uintptr]map[string]any{}, lists: map[*any][]any{}}
+	return &accumulator{maps: map[uintptr]ownedMap{}, lists: map[*any][]any{}}
 }
 
 func (a *accumulator) charge(n int) error {
@@ -401,9 +412,15 @@ func (a *accumulator) ownsMap(m map[string]any) bool {
 // address cannot be reused by a part's map while it is recorded.
 func (a *accumulator) ownMap(m map[string]any) map[string]any {
 	if a != nil && a.maps != nil {
-		a.maps[mapID(m)] = m
+		a.maps[mapID(m)] = ownedMap{m: m, part: a.part}
 	}
 	return m
+}
+
+// madeInThisPart reports whether m was made while merging the current part.
+func (a *accumulator) madeInThisPart(m map[string]any) bool {
+	o, ok := a.maps[mapID(m)]
+	return ok && o.part == a.part
 }
 
 func (a *accumulator) ownsList(l []any) bool {
@@ -555,9 +572,11 @@ func (m *Merger) mergeDict(base map[string]any, add any, path string) (any, erro
 	// Changes to a mapping made by merging are recorded, to be undone if
 	// the part fails; a fresh copy is simply dropped then.
 	set, del := m.acc.set, m.acc.del
-	if !m.acc.ownsMap(base) {
+	if !m.acc.ownsMap(base) || m.acc.madeInThisPart(base) {
 		set = func(m map[string]any, k string, v any) { m[k] = v }
 		del = func(m map[string]any, k string) { delete(m, k) }
+	}
+	if !m.acc.ownsMap(base) {
 		if err := m.acc.charge(len(base)); err != nil {
 			return nil, err
 		}
@@ -854,11 +873,11 @@ func mergeParts(parts []seed.Part, acc *accumulator) (map[string]any, []error) {
 		if p.Kind != seed.KindCloudConfig && p.Kind != seed.KindJSONPatch {
 			continue
 		}
+		acc.begin()
 		// cloud-init starts from an empty config until a part succeeds.
 		if merged == nil || accepted == 0 {
 			merged = acc.ownMap(map[string]any{})
 		}
-		acc.begin()
 		next, nodes, err := mergePart(merged, p, acc, nodesLeft)
 		nodesLeft -= nodes
 		if err != nil {
