@@ -101,6 +101,27 @@ func elfSection(r io.ReaderAt, name string) ([]byte, error) {
 	return nil, fmt.Errorf("no %s section", name)
 }
 
+// ELFMachine returns an ELF file's e_machine (62 for x86-64, 183 for
+// AArch64): the initramfs builder compares a kernel's modules with the
+// /init it packs, since an /init the kernel cannot execute is a panic at
+// boot ("No working init found") rather than an error at build time.
+func ELFMachine(r io.ReaderAt) (uint16, error) {
+	var h [20]byte
+	if _, err := r.ReadAt(h[:], 0); err != nil {
+		return 0, fmt.Errorf("not an ELF file: %w", err)
+	}
+	if !bytes.Equal(h[:4], []byte("\x7fELF")) {
+		return 0, errors.New("not an ELF file")
+	}
+	switch h[5] {
+	case 1:
+		return binary.LittleEndian.Uint16(h[18:]), nil
+	case 2:
+		return binary.BigEndian.Uint16(h[18:]), nil
+	}
+	return 0, fmt.Errorf("ELF data encoding %d unknown", h[5])
+}
+
 type elfLayout struct {
 	is64                bool
 	headerSize, shoffAt int

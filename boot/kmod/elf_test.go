@@ -94,3 +94,31 @@ func FuzzElfSection(f *testing.F) {
 		sameAsDebugElf(t, data, ".modinfo")
 	})
 }
+
+func TestELFMachine(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip("no executable path:", err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Skip("the test binary is not readable as ELF:", err)
+	}
+	defer f.Close()
+	r, _ := os.Open(exe)
+	defer r.Close()
+	got, err := ELFMachine(r)
+	if err != nil || elf.Machine(got) != f.Machine {
+		t.Errorf("ELFMachine(test binary) = %d, %v; debug/elf says %v", got, err, f.Machine)
+	}
+	// Big-endian: the field is read in the file's own byte order.
+	be := "\x7fELF\x02\x02\x01" + strings.Repeat("\x00", 11) + "\x00\x16"
+	if got, err := ELFMachine(strings.NewReader(be)); err != nil || elf.Machine(got) != elf.EM_S390 {
+		t.Errorf("big-endian header: %d, %v; want EM_S390", got, err)
+	}
+	for _, in := range []string{"", "\x7fELF\x02\x01", "#!/bin/sh\nexec /bin/busybox\n", "\x7fELF\x02\x03\x01" + strings.Repeat("\x00", 20)} {
+		if m, err := ELFMachine(strings.NewReader(in)); err == nil {
+			t.Errorf("%q: machine %d, want an error", in, m)
+		}
+	}
+}

@@ -205,6 +205,51 @@ func TestBuildIndexOnDebianKernel(t *testing.T) {
 	}
 }
 
+// TestBuildIndexOnDebianARM64Kernel indexes Debian's arm64 cloud kernel
+// (scripts/fetch-kernel arm64): the ELF reader is the same for AArch64
+// objects, and the devices of QEMU's virt machine, by the modaliases its
+// sysfs shows, resolve to their drivers, which is what coldplug asks.
+func TestBuildIndexOnDebianARM64Kernel(t *testing.T) {
+	matches, _ := filepath.Glob("../../.cache/kernel-arm64/root/lib/modules/*")
+	if len(matches) == 0 {
+		t.Skip("no Debian arm64 kernel in .cache/kernel-arm64: run scripts/fetch-kernel arm64")
+	}
+	dir := matches[0]
+	idx, err := BuildIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Modules) < 500 {
+		t.Fatalf("indexed %d modules, want the whole kernel", len(idx.Modules))
+	}
+	f, err := os.Open(filepath.Join(dir, idx.Modules["virtio_mmio"].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if m, err := ELFMachine(f); err != nil || m != 183 {
+		t.Errorf("virtio_mmio.ko: machine %d, %v; want EM_AARCH64 (183)", m, err)
+	}
+	for alias, want := range map[string]string{
+		"of:Nvirtio_mmioT(null)Cvirtio,mmio":                    "virtio_mmio",
+		"pci:v00001AF4d00001042sv00001AF4sd00001100bc01sc00i00": "virtio_pci",
+		"virtio:d00000002v00001AF4":                             "virtio_blk",
+		"virtio:d00000004v00001AF4":                             "virtio_rng",
+	} {
+		if mods, _ := idx.Lookup(alias); !slices.Contains(mods, want) {
+			t.Errorf("alias %s → %v, want %s", alias, mods, want)
+		}
+	}
+	if order, err := idx.LoadOrder("virtio_blk"); err != nil || !slices.Contains(order, "virtio_ring") {
+		t.Errorf("virtio_blk order %v, %v: want virtio_ring before it", order, err)
+	}
+	for _, n := range []string{"ext4", "fs-ext4", "nvme"} {
+		if mods, builtin := idx.Lookup(n); !builtin && len(mods) == 0 {
+			t.Errorf("%s is neither a module nor built in", n)
+		}
+	}
+}
+
 func FuzzReadDepmod(f *testing.F) {
 	f.Add(depmodTree["modules.dep"], depmodTree["modules.alias"], depmodTree["modules.softdep"])
 	f.Add("a.ko: b.ko\nb.ko: a.ko\n", "alias x* a\n", "softdep a pre: b post: a\n")

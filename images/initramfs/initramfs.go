@@ -4,6 +4,7 @@
 package initramfs
 
 import (
+	"bytes"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -16,9 +17,11 @@ import (
 	"github.com/seedinit/seedinit/boot/kmod"
 )
 
-// DefaultModules are loaded for the usual virtual and physical hardware:
-// virtio, common NICs and disk controllers, CD-ROMs, the filesystems of
-// roots and seed disks, and an entropy source for early randomness.
+// DefaultModules are loaded for the usual virtual and physical hardware of
+// x86-64 machines: virtio, common NICs and disk controllers, CD-ROMs, the
+// filesystems of roots and seed disks, and an entropy source for early
+// randomness. It is also the set for a kernel whose architecture cannot be
+// told from its modules.
 var DefaultModules = []string{
 	"virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "virtio_rng", "virtio_console",
 	"e1000", "e1000e", "igb", "ixgbe", "vmxnet3", "ena", "hv_netvsc", "hv_storvsc",
@@ -27,12 +30,35 @@ var DefaultModules = []string{
 	"crc32c_generic", "crc32c_intel", "af_packet", "bonding", "8021q", "bridge",
 }
 
+// DefaultModulesARM64 is the set for arm64 kernels. Intel's NICs, AHCI,
+// the PIIX IDE controller and Intel's CRC32C are x86 hardware (Debian's
+// arm64 cloud kernel builds most of them not at all); arm64 machines add
+// virtio over MMIO (QEMU's virt machine and Firecracker put devices
+// there, without PCI), Google's gVNIC (Tau T2A, Axion) and Azure's MANA
+// (its arm64 VMs have no other NIC).
+var DefaultModulesARM64 = []string{
+	"virtio_pci", "virtio_mmio", "virtio_net", "virtio_blk", "virtio_scsi", "virtio_rng", "virtio_console",
+	"vmxnet3", "ena", "gve", "mana", "hv_netvsc", "hv_storvsc",
+	"nvme", "sd_mod", "sr_mod", "isofs", "vfat",
+	"nls_cp437", "nls_iso8859_1", "nls_ascii", "ext4", "xfs", "btrfs",
+	"crc32c_generic", "af_packet", "bonding", "8021q", "bridge",
+}
+
+// DefaultModulesFor is the default set for a kernel of arch (GOARCH's
+// names, as Report.Arch gives them).
+func DefaultModulesFor(arch string) []string {
+	if arch == "arm64" {
+		return DefaultModulesARM64
+	}
+	return DefaultModules
+}
+
 // Options describe one initramfs.
 type Options struct {
 	Seedinit      string // the seedinit binary to put at /init
 	ModulesRoot   string // a root holding lib/modules/<release> (a dpkg -x of a kernel package)
 	KernelRelease string
-	Modules       []string // modules to include with their dependencies; nil: DefaultModules
+	Modules       []string // modules to include with their dependencies; nil: DefaultModulesFor the kernel's architecture
 	Extra         []Extra  // --add SRC:DST
 }
 
@@ -54,6 +80,9 @@ type Report struct {
 	Missing []string // asked for, neither a module nor built in
 	Builtin []string // asked for, built into the kernel
 	Files   int
+	// Arch is the kernel's architecture as GOARCH names it, read from its
+	// modules' ELF headers; "" when there are none to read.
+	Arch string
 }
 
 // Build writes the initramfs to w.
@@ -81,6 +110,12 @@ func Build(w io.Writer, o Options) (*Report, error) {
 		mrecs, err := moduleRecords(o, rep)
 		if err != nil {
 			return nil, err
+		}
+		// A script /init (the benchmarks' busybox baseline) has no
+		// architecture of its own to compare.
+		if initArch := elfArch(bytes.NewReader(bin)); initArch != "" && rep.Arch != "" && initArch != rep.Arch {
+			return nil, fmt.Errorf("build initramfs: %s is an %s program but the kernel's modules are %s (build seedinit with GOARCH=%s)",
+				o.Seedinit, initArch, rep.Arch, rep.Arch)
 		}
 		recs = append(recs, mrecs...)
 	}
@@ -118,9 +153,10 @@ func moduleRecords(o Options, rep *Report) ([]record, error) {
 			return nil, fmt.Errorf("build initramfs: %w", err)
 		}
 	}
+	rep.Arch = modulesArch(dir, idx)
 	want := o.Modules
 	if want == nil {
-		want = DefaultModules
+		want = DefaultModulesFor(rep.Arch)
 	}
 	keep := map[string]bool{}
 	for _, m := range want {
@@ -167,4 +203,46 @@ func moduleRecords(o Options, rep *Report) ([]record, error) {
 		return nil, fmt.Errorf("build initramfs: %w", err)
 	}
 	return recs, nil
+}
+
+// elfArches maps ELF machines to GOARCH's names, for the architectures
+// Debian builds kernels for.
+var elfArches = map[uint16]string{
+	3: "386", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x", 40: "arm",
+	62: "amd64", 183: "arm64", 243: "riscv64", 258: "loong64",
+}
+
+// elfArch is the architecture of an ELF file, "" when it is no ELF file
+// or one of a machine not in elfArches.
+func elfArch(r io.ReaderAt) string {
+	m, err := kmod.ELFMachine(r)
+	if err != nil {
+		return ""
+	}
+	return elfArches[m]
+}
+
+// modulesArch is the architecture of a kernel's modules, told by the
+// first uncompressed one: compressed modules would need a decompressor
+// for four bytes of header. "" when there is none.
+func modulesArch(dir string, idx *kmod.Index) string {
+	names := make([]string, 0, len(idx.Modules))
+	for n, m := range idx.Modules {
+		if strings.HasSuffix(m.Path, ".ko") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f, err := os.Open(filepath.Join(dir, filepath.FromSlash(idx.Modules[n].Path)))
+		if err != nil {
+			continue
+		}
+		arch := elfArch(f)
+		f.Close()
+		if arch != "" {
+			return arch
+		}
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -26,6 +27,12 @@ const fakeRelease = "6.1.0-test-amd64"
 // a .modinfo section, which is all the index reads from a .ko.
 func fakeModule(t *testing.T, file string, modinfo ...string) {
 	t.Helper()
+	fakeModuleFor(t, elf.EM_X86_64, file, modinfo...)
+}
+
+// fakeModuleFor is fakeModule for another machine's kernel.
+func fakeModuleFor(t *testing.T, machine elf.Machine, file string, modinfo ...string) {
+	t.Helper()
 	var info bytes.Buffer
 	for _, kv := range modinfo {
 		info.WriteString(kv)
@@ -38,7 +45,7 @@ func fakeModule(t *testing.T, file string, modinfo ...string) {
 	shOff := (strOff + uint64(len(shstrtab)) + 7) &^ 7
 
 	hdr := elf.Header64{
-		Type: uint16(elf.ET_REL), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
+		Type: uint16(elf.ET_REL), Machine: uint16(machine), Version: uint32(elf.EV_CURRENT),
 		Shoff: shOff, Ehsize: headerSize, Shentsize: 64, Shnum: 3, Shstrndx: 2,
 	}
 	copy(hdr.Ident[:], elf.ELFMAG)
@@ -174,6 +181,7 @@ func TestBuildFakeKernel(t *testing.T) {
 			Missing: []string{"no_such_module"},
 			Builtin: []string{"isofs"},
 			Files:   rep.Files,
+			Arch:    "amd64",
 		}
 		if diff := cmp.Diff(want, rep); diff != "" {
 			t.Errorf("report (-want +got):\n%s", diff)
@@ -372,6 +380,83 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
+// archKernel lays out a kernel of one machine whose modules include
+// drivers from both architectures' default sets.
+func archKernel(t *testing.T, machine elf.Machine) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "lib/modules", fakeRelease)
+	for _, m := range []string{"virtio_mmio", "virtio_pci", "gve", "e1000", "ata_piix"} {
+		fakeModuleFor(t, machine, filepath.Join(dir, "kernel/drivers", m+".ko"), "depends=")
+	}
+	return root
+}
+
+// The default set follows the kernel's architecture, read from its
+// modules: an arm64 kernel gets virtio-mmio and gVNIC and none of the x86
+// controllers, an x86-64 one the set it always had.
+func TestBuildDefaultModulesByArch(t *testing.T) {
+	for _, tc := range []struct {
+		machine  elf.Machine
+		arch     string
+		want     []string
+		wantMiss []string
+	}{
+		{elf.EM_AARCH64, "arm64", []string{"gve", "virtio_mmio", "virtio_pci"}, nil},
+		{elf.EM_X86_64, "amd64", []string{"ata_piix", "e1000", "virtio_pci"}, nil},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			o := fakeOptions(t)
+			o.ModulesRoot = archKernel(t, tc.machine)
+			o.Modules = nil
+			_, rep := build(t, o)
+			if rep.Arch != tc.arch {
+				t.Errorf("Arch %q, want %q", rep.Arch, tc.arch)
+			}
+			if diff := cmp.Diff(tc.want, rep.Modules); diff != "" {
+				t.Errorf("modules packed (-want +got):\n%s", diff)
+			}
+			for _, m := range rep.Missing {
+				if !slices.Contains(DefaultModulesFor(tc.arch), m) {
+					t.Errorf("missing %s, which is not in %s's default set", m, tc.arch)
+				}
+			}
+		})
+	}
+}
+
+// An /init the kernel cannot execute would be a panic at boot ("No
+// working init found"): the builder refuses it, and names the fix.
+func TestBuildRejectsInitOfAnotherArch(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip("no executable path:", err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Skip("the test binary is not ELF:", err)
+	}
+	mine := f.Machine
+	f.Close()
+	other, otherArch := elf.EM_AARCH64, "arm64"
+	if mine == elf.EM_AARCH64 {
+		other, otherArch = elf.EM_X86_64, "amd64"
+	}
+	o := fakeOptions(t)
+	o.ModulesRoot = archKernel(t, other)
+	o.Seedinit = exe
+	_, err = Build(io.Discard, o)
+	if err == nil || !strings.Contains(err.Error(), "GOARCH="+otherArch) {
+		t.Errorf("an /init of this machine with %s modules: %v, want an error naming GOARCH=%s", otherArch, err, otherArch)
+	}
+	// The same kernel with a script as /init (the benchmarks' busybox
+	// baseline) is fine: the script's interpreter is the initramfs's.
+	o.Seedinit = writeFile(t, filepath.Join(t.TempDir(), "init"), "#!/bin/busybox sh\nexec switch_root /sysroot /sbin/init\n", 0o755)
+	if _, err := Build(io.Discard, o); err != nil {
+		t.Errorf("a script /init: %v", err)
+	}
+}
+
 func TestParseExtra(t *testing.T) {
 	for _, tc := range []struct {
 		in      string
@@ -400,24 +485,9 @@ func TestParseExtra(t *testing.T) {
 // TestBuildDebianKernel packs the real Debian cloud kernel's modules that
 // scripts/fetch-kernel unpacks, the tree the e2e boots use.
 func TestBuildDebianKernel(t *testing.T) {
-	root, err := filepath.Abs("../../.cache/kernel/root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	releases, _ := filepath.Glob(filepath.Join(root, "lib/modules/*"))
-	if len(releases) == 0 {
-		t.Skip("no Debian kernel under .cache/kernel/root (scripts/fetch-kernel unpacks one)")
-	}
-	if testing.Short() {
-		t.Skip("packing a real kernel's modules is slow; skipped with -short")
-	}
-	o := fakeOptions(t)
-	o.ModulesRoot = root
-	o.KernelRelease = filepath.Base(releases[0])
-	o.Modules = nil
-	img, rep := build(t, o)
-	if len(rep.Missing) > 0 {
-		t.Logf("modules neither in the package nor built in: %v", rep.Missing)
+	img, o, rep := buildDebianKernel(t, "kernel", "")
+	if rep.Arch != "amd64" {
+		t.Errorf("Arch %q, want amd64", rep.Arch)
 	}
 	recs := readArchive(t, img)
 	modDir := "lib/modules/" + o.KernelRelease
@@ -430,6 +500,68 @@ func TestBuildDebianKernel(t *testing.T) {
 	if _, ok := recs[modDir+"/modules.dep"]; !ok {
 		t.Error("no modules.dep")
 	}
+}
+
+// TestBuildDebianKernelARM64 packs Debian's arm64 cloud kernel (what
+// `scripts/fetch-kernel arm64` unpacks, scripts/e2e-arm64 boots): every
+// module of the arm64 set is there, and the devices of QEMU's virt
+// machine, as their modaliases read in its sysfs, find their drivers in
+// the archive.
+func TestBuildDebianKernelARM64(t *testing.T) {
+	img, o, rep := buildDebianKernel(t, "kernel-arm64", "scripts/fetch-kernel arm64")
+	if rep.Arch != "arm64" {
+		t.Errorf("Arch %q, want arm64", rep.Arch)
+	}
+	if len(rep.Missing) > 0 {
+		t.Errorf("arm64 default modules not in Debian's arm64 cloud kernel: %v", rep.Missing)
+	}
+	recs := readArchive(t, img)
+	modDir := "lib/modules/" + o.KernelRelease
+	for alias, want := range map[string]string{
+		"of:Nvirtio_mmioT(null)Cvirtio,mmio":                    "virtio_mmio",
+		"pci:v00001AF4d00001042sv00001AF4sd00001100bc01sc00i00": "virtio_pci",
+		"virtio:d00000001v00001AF4":                             "virtio_net",
+		"virtio:d00000002v00001AF4":                             "virtio_blk",
+		"virtio:d00000004v00001AF4":                             "virtio_rng",
+		"fs-iso9660":                                            "isofs",
+		"fs-vfat":                                               "vfat",
+	} {
+		if mods, _ := lookupIn(t, recs, modDir, alias); !slices.Contains(mods, want) {
+			t.Errorf("%s → %v, want %s packed", alias, mods, want)
+		}
+	}
+	if mods, builtin := lookupIn(t, recs, modDir, "fs-ext4"); len(mods) == 0 && !builtin {
+		t.Error("ext4: neither packed nor built in")
+	}
+}
+
+// buildDebianKernel packs the default modules of the kernel that
+// scripts/fetch-kernel unpacked into .cache/<cache>/root.
+func buildDebianKernel(t *testing.T, cache, fetch string) ([]byte, Options, *Report) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("../../.cache", cache, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	releases, _ := filepath.Glob(filepath.Join(root, "lib/modules/*"))
+	if len(releases) == 0 {
+		if fetch == "" {
+			fetch = "scripts/fetch-kernel"
+		}
+		t.Skipf("no Debian kernel under .cache/%s/root (%s unpacks one)", cache, fetch)
+	}
+	if testing.Short() {
+		t.Skip("packing a real kernel's modules is slow; skipped with -short")
+	}
+	o := fakeOptions(t)
+	o.ModulesRoot = root
+	o.KernelRelease = filepath.Base(releases[0])
+	o.Modules = nil
+	img, rep := build(t, o)
+	if len(rep.Missing) > 0 {
+		t.Logf("modules neither in the package nor built in: %v", rep.Missing)
+	}
+	return img, o, rep
 }
 
 func lookupIn(t *testing.T, recs map[string]cpio.Record, modDir, name string) ([]string, bool) {
