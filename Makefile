@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/seedinit
 export CGO_ENABLED := 0
 
-.PHONY: help build test deps test-go e2e lint demo clean fuzz bench bench-cloudinit
+.PHONY: help build test deps test-go e2e e2e-arm64 lint demo clean fuzz bench bench-cloudinit
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -13,11 +13,12 @@ help: ## list the targets
 build: ## build the static binary bin/seedinit (flags and why: scripts/build-seedinit)
 	GO=$(GO) scripts/build-seedinit $(BIN) $(VERSION)
 
-test: deps lint test-go e2e ## install what the tests need (as root), then run every test; tests that cannot run say why
+test: deps lint test-go e2e e2e-arm64 ## install what the tests need (as root), then run every test; tests that cannot run say why
 
 deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; idempotent)
 	@scripts/install-deps || echo "deps: not all test dependencies could be installed; their tests will skip"
 	@scripts/fetch-kernel >/dev/null || echo "deps: no Debian kernel; the QEMU tests will skip"
+	@scripts/fetch-kernel arm64 >/dev/null || echo "deps: no Debian arm64 kernel; the arm64 boot will skip"
 	@scripts/ec2-mock >/dev/null || echo "deps: no EC2 metadata mock; its tests will skip"
 
 test-go:
@@ -26,10 +27,14 @@ test-go:
 e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs and check each scenario
 	scripts/e2e
 
-lint: ## gofmt, go vet, and staticcheck when it can be installed
+e2e-arm64: ## boot Debian's arm64 kernel in qemu-system-aarch64 with seedinit's arm64 initramfs (NoCloud)
+	scripts/e2e-arm64
+
+lint: ## gofmt, go vet (amd64 and arm64), and staticcheck when it can be installed
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
 	@if scripts/staticcheck -version >/dev/null 2>&1; then scripts/staticcheck ./...; \
 	  else echo "lint: staticcheck not available, skipped"; fi
 
