@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers for the arm64 QEMU boots of scripts/e2e-arm64 and
 # scripts/bench; source it after scripts/lib-e2e.sh (it uses $top).
 # Needs: qemu-system-arm (qemu-system-aarch64), and Debian's arm64 packages
