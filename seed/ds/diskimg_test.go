@@ -1,8 +1,12 @@
 package ds
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -57,5 +61,29 @@ func TestOpenImage(t *testing.T) {
 				t.Error("ReadFile of a missing file succeeded")
 			}
 		})
+	}
+}
+
+// The label scan reads every device even when the search's budget has run
+// out: a slow disk ahead of the seed disk must not hide the seed.
+func TestSysDevicesScanOutlastsTheBudget(t *testing.T) {
+	iso := makeISO(t, "cidata", map[string]string{"meta-data": "instance-id: i-1\n"})
+	sysBlock, dev := t.TempDir(), t.TempDir()
+	for _, name := range []string{"vda", "vdb"} {
+		if err := os.Mkdir(filepath.Join(sysBlock, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dev, "vda"), make([]byte, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(iso, filepath.Join(dev, "vdb")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	devs, err := ByLabel(ctx, &SysDevices{SysBlock: sysBlock, Dev: dev}, "cidata")
+	if err != nil || len(devs) != 1 || devs[0].Path != filepath.Join(dev, "vdb") {
+		t.Errorf("ByLabel after the budget: %v, %v; want %s", devs, err, filepath.Join(dev, "vdb"))
 	}
 }

@@ -53,13 +53,14 @@ type SysDevices struct {
 	err  error
 }
 
-// List reads every device's label once and remembers the answer.
-func (d *SysDevices) List(ctx context.Context) ([]BlockDevice, error) {
-	d.once.Do(func() { d.list, d.err = d.scan(ctx) })
+// List reads every device's label once and remembers the answer. It is
+// not cut short by the context (see scan).
+func (d *SysDevices) List(_ context.Context) ([]BlockDevice, error) {
+	d.once.Do(func() { d.list, d.err = d.scan() })
 	return d.list, d.err
 }
 
-func (d *SysDevices) scan(ctx context.Context) ([]BlockDevice, error) {
+func (d *SysDevices) scan() ([]BlockDevice, error) {
 	sysBlock, dev := d.SysBlock, d.Dev
 	if sysBlock == "" {
 		sysBlock = "/sys/class/block"
@@ -71,11 +72,15 @@ func (d *SysDevices) scan(ctx context.Context) ([]BlockDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list block devices in %s: %w", sysBlock, err)
 	}
+	// No deadline between devices: the search's budget is for sources
+	// that do not answer, and a disk that is slow to read is still there.
+	// Stopping at the budget skipped the devices after a slow one, and
+	// with them a seed that was present: a cidata disk behind a disk read
+	// at 2 KiB/s, or any disk of a TCG guest on a busy host, left the
+	// instance unprovisioned. The list is read once per boot; a device
+	// that hangs blocks its read whatever a context says.
 	var out []BlockDevice
 	for _, e := range entries {
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
 		name := e.Name()
 		// Floppy drives stall for seconds on an empty drive, and
 		// ds-identify leaves them out too.
