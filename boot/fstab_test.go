@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seedinit/seedinit/apply/disk/disktest"
 	"github.com/seedinit/seedinit/apply/target"
 )
 
@@ -137,12 +138,7 @@ func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
 		if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", label, img, "16M").CombinedOutput(); err != nil {
 			t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 		}
-		out, err := exec.Command("losetup", "--find", "--show", img).Output()
-		if err != nil {
-			t.Skipf("no loop device: %v", err)
-		}
-		dev = strings.TrimSpace(string(out))
-		t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+		dev = disktest.AttachLoop(t, img)
 		u, err := exec.Command("blkid", "-s", "UUID", "-o", "value", dev).Output()
 		if err != nil {
 			t.Fatal(err)

@@ -9,22 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply/disk/disktest"
 )
 
 func needRootAndLoop(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for loop devices, BLKPG and mounts")
-	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skipf("loop devices are unavailable: %v", err)
-	}
-	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skip("losetup (util-linux mount package) is not installed")
-	}
+	disktest.NeedLoop(t)
 }
 
 func run(t testing.TB, name string, args ...string) string {
@@ -36,24 +29,15 @@ func run(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
-// attachLoop attaches img and adds partition pno over [start, start+size)
-// sectors with BLKPG, since this kernel does not scan partition tables
-// itself. Cleanups detach it even when the test fails.
+// attachLoop attaches img to a loop device with no partitions; the
+// partitions the test adds are gone when it has run.
 func attachLoop(t *testing.T, img string) string {
 	t.Helper()
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot attach a loop device: %v: %s", err, out)
-	}
-	loop := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", loop, err, out)
-		}
-	})
-	return loop
+	return disktest.AttachLoop(t, img)
 }
 
+// addPartition adds partition pno over [start, start+size) sectors with
+// BLKPG, since this kernel does not scan partition tables itself.
 func addPartition(t *testing.T, loop string, pno int, start, size uint64) string {
 	t.Helper()
 	f, err := os.OpenFile(loop, os.O_RDWR, 0)
@@ -64,25 +48,6 @@ func addPartition(t *testing.T, loop string, pno int, start, size uint64) string
 	if err := addKernelPartition(f, pno, int64(start*512), int64(size*512)); err != nil {
 		t.Fatalf("BLKPG_ADD_PARTITION %s %d: %v", loop, pno, err)
 	}
-	t.Cleanup(func() {
-		f, err := os.OpenFile(loop, os.O_RDWR, 0)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		// A partition left behind outlives the loop device's detach and
-		// makes the next test that gets this loop device fail with EBUSY,
-		// so a partition still busy from its unmount is waited for.
-		for range 20 {
-			if err = BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0); err != unix.EBUSY {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Errorf("BLKPG_DEL_PARTITION %s %d: %v", loop, pno, err)
-		}
-	})
 	name := PartitionName(filepath.Base(loop), pno)
 	b, err := DefaultHost.BlockDeviceByName(name)
 	if err != nil {

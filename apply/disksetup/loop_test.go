@@ -9,22 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/disk"
+	"github.com/seedinit/seedinit/apply/disk/disktest"
 )
 
 // On a real loop device the new partitions must reach the kernel: this
 // machine's kernel parses no partition tables itself, so they appear only
 // through the BLKPG fallback.
 func TestSetupDiskLoopDevice(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a loop device")
-	}
-	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skip("needs losetup (util-linux)")
-	}
+	disktest.NeedLoop(t)
 	img := filepath.Join(t.TempDir(), "disk.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -32,22 +25,7 @@ func TestSetupDiskLoopDevice(t *testing.T) {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "--find", "--show", img).Output()
-	if err != nil {
-		t.Skipf("no loop device here: %v", err)
-	}
-	loop := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		// Partitions added with BLKPG outlive the loop device's detach
-		// and would make the next user of this loop device fail.
-		if f, err := os.Open(loop); err == nil {
-			for pno := 1; pno <= 4; pno++ {
-				disk.BLKPG(f, unix.BLKPG_DEL_PARTITION, pno, 0, 0)
-			}
-			f.Close()
-		}
-		exec.Command("losetup", "-d", loop).Run()
-	})
+	loop := disktest.AttachLoop(t, img)
 
 	cfg := apply.Config{"disk_setup": map[string]any{loop: map[string]any{"table_type": "gpt", "layout": []any{int64(50), int64(50)}, "overwrite": false}}}
 	specs, err := ParseDiskSetup(cfg)

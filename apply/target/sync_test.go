@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/apply/disk/disktest"
 )
 
 // mountTmpfs mounts a tmpfs on dir (made if missing) until the test ends.
@@ -30,13 +32,8 @@ func mountTmpfs(t *testing.T, dir string) {
 // the test ends. It returns the loop device's name (loop3).
 func mountExt4(t *testing.T, dir string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a loop device and a mount")
-	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skipf("loop devices are unavailable: %v", err)
-	}
-	for _, tool := range []string{"losetup", "mkfs.ext4"} {
+	disktest.NeedLoop(t)
+	for _, tool := range []string{"mkfs.ext4"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed", tool)
 		}
@@ -49,16 +46,7 @@ func mountExt4(t *testing.T, dir string) string {
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot attach a loop device: %v: %s", err, out)
-	}
-	loop := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", loop, err, out)
-		}
-	})
+	loop := disktest.AttachLoop(t, img)
 	must(t, os.MkdirAll(dir, 0o755))
 	if err := unix.Mount(loop, dir, "ext4", 0, ""); err != nil {
 		t.Fatalf("mount %s on %s: %v", loop, dir, err)
