@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,26 @@ func BenchmarkModuleWrites(b *testing.B) {
 		if err := r.Sync(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDeepWrite writes one file below a fresh chain of depth
+// directories, the shape of a hostile write_files path: the cost per
+// level must stay flat as the depth grows (linear path handling). Each
+// iteration starts its own chain, so every level is created.
+func BenchmarkDeepWrite(b *testing.B) {
+	for _, depth := range []int{250, 500, 1000, 2000} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			r, _ := newRoot(b)
+			chain := strings.Repeat("a/", depth-1)
+			i := 0
+			for b.Loop() {
+				if err := r.WriteFile(fmt.Sprintf("/%d/%sf", i, chain), nil, 0o644, KeepOwner); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(depth), "ns/level")
+		})
 	}
 }
