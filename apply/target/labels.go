@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -177,15 +178,93 @@ func (r *Root) Touched(n int) []Touched {
 		index[p] = len(out)
 		out = append(out, Touched{Path: p, Fresh: m.fresh})
 	}
-	kept := out[:0]
-	for _, t := range out {
-		rel := strings.TrimPrefix(t.Path, "/")
-		if rel == "" {
-			rel = "."
+	rels := make([]string, len(out))
+	for i, t := range out {
+		rels[i] = strings.TrimPrefix(t.Path, "/")
+		if rels[i] == "" {
+			rels[i] = "."
 		}
-		if _, err := r.root.Lstat(rel); err == nil {
+	}
+	exists := r.lexistAll(rels)
+	kept := out[:0]
+	for i, t := range out {
+		if exists[i] {
 			kept = append(kept, t)
 		}
 	}
 	return kept
+}
+
+// lexistAll reports for each resolved, target-relative path whether
+// something (a symlink itself included) is there. The paths are visited in
+// sorted order with a stack of directory handles, so the directories that
+// many paths share (all of them, for the levels MkdirAll made of a deep
+// path) are opened once: the cost is linear in the number of distinct
+// directories, where a lookup per path from the top is quadratic in the
+// depth. Each level is opened with O_NOFOLLOW below a handle already
+// held, so, like os.Root, nothing outside the target is looked at.
+func (r *Root) lexistAll(rels []string) []bool {
+	order := make([]int, len(rels))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return rels[order[a]] < rels[order[b]] })
+	exists := make([]bool, len(rels))
+	// stack holds the directories of the previous path that are open:
+	// each is the prefix of prev up to end, with its handle (-1 when it
+	// cannot be opened, so nothing below it exists). Working on offsets
+	// into the paths keeps the walk free of per-path allocations.
+	type level struct{ end, fd int }
+	stack := []level{{end: 0, fd: r.top}}
+	defer func() {
+		for _, l := range stack[1:] {
+			if l.fd >= 0 {
+				unix.Close(l.fd)
+			}
+		}
+	}()
+	prev := ""
+	for _, i := range order {
+		p := rels[i]
+		if p == "." {
+			exists[i] = true
+			continue
+		}
+		common := 0
+		for common < len(p) && common < len(prev) && p[common] == prev[common] {
+			common++
+		}
+		// A directory of prev is one of p when p has the same bytes up
+		// to its end, followed by a slash.
+		for top := stack[len(stack)-1]; len(stack) > 1 && (top.end > common || top.end >= len(p) || p[top.end] != '/'); top = stack[len(stack)-1] {
+			if top.fd >= 0 {
+				unix.Close(top.fd)
+			}
+			stack = stack[:len(stack)-1]
+		}
+		for {
+			top := stack[len(stack)-1]
+			from := top.end
+			if from > 0 {
+				from++ // past the slash
+			}
+			slash := strings.IndexByte(p[from:], '/')
+			if slash < 0 {
+				if top.fd >= 0 {
+					var st unix.Stat_t
+					exists[i] = unix.Fstatat(top.fd, p[from:], &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+				}
+				break
+			}
+			fd := -1
+			if top.fd >= 0 {
+				if h, err := openDirNoFollow(top.fd, p[from:from+slash]); err == nil {
+					fd = h
+				}
+			}
+			stack = append(stack, level{end: from + slash, fd: fd})
+		}
+		prev = p
+	}
+	return exists
 }

@@ -72,6 +72,11 @@ var KeepOwner = Owner{UID: -1, GID: -1}
 type Root struct {
 	dir  string
 	root *os.Root
+	// top is an O_PATH handle on the target's top directory, opened with
+	// root: the walks that keep directory handles (resolve, MkdirAll,
+	// Touched) start from the directory root was opened on, not from
+	// whatever dir names by the time they run.
+	top int
 
 	mu      sync.Mutex
 	changes []Change
@@ -105,19 +110,21 @@ func (r *Root) record(op, name, rel string, fresh bool) {
 // dirtied notes that the filesystem fi lives on was written to, with rel
 // (a directory on it) as where Sync finds it again.
 func (r *Root) dirtied(fi fs.FileInfo, rel string) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		r.dirtiedDev(st.Dev, rel)
 	}
+}
+
+func (r *Root) dirtiedDev(dev uint64, rel string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, seen := r.dirty[st.Dev]; seen {
+	if _, seen := r.dirty[dev]; seen {
 		return
 	}
 	if r.dirty == nil {
 		r.dirty = map[uint64]string{}
 	}
-	r.dirty[st.Dev] = rel
+	r.dirty[dev] = rel
 }
 
 // dirtiedAt is dirtied for a path: the node itself when it is a
@@ -160,11 +167,34 @@ func Open(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open target root %s: %w", dir, err)
 	}
-	return &Root{dir: abs, root: r}, nil
+	top, err := topHandle(r)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open target root %s: %w", dir, err)
+	}
+	return &Root{dir: abs, root: r, top: top}, nil
 }
 
-// Close releases the root's directory handle.
-func (r *Root) Close() error { return r.root.Close() }
+// topHandle duplicates the handle r holds on its directory, so that both
+// name the same directory whatever happens to its path.
+func topHandle(r *os.Root) (int, error) {
+	f, err := r.Open(".")
+	if err != nil {
+		return -1, err
+	}
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("duplicate the handle of %s: %w", r.Name(), err)
+	}
+	return fd, nil
+}
+
+// Close releases the root's directory handles.
+func (r *Root) Close() error {
+	unix.Close(r.top)
+	return r.root.Close()
+}
 
 // Dir is the host path of the target's top directory.
 func (r *Root) Dir() string { return r.dir }
@@ -200,16 +230,15 @@ func (r *Root) HostPath(name string) (string, error) {
 }
 
 func (r *Root) resolve(name string, followLast bool) (string, error) {
+	if err := checkPathLimits(name); err != nil {
+		return "", fmt.Errorf("resolve %s in %s: %w", abbrev(name), r.dir, err)
+	}
 	// The walk holds a directory handle per resolved component, so each
 	// step costs one fstatat (and an openat for a directory) instead of
 	// an os.Root lookup that walks the whole prefix again: a module
 	// resolves hundreds of paths. Handles of components that do not exist
 	// are -1, and nothing below them is looked up.
-	top, err := unix.Open(r.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "open", Path: r.dir, Err: err})
-	}
-	w := walk{fds: []int{top}}
+	w := walk{fds: []int{r.top}}
 	defer w.closeAll()
 	pending := splitPath(name)
 	links := 0
@@ -223,6 +252,12 @@ func (r *Root) resolve(name string, followLast bool) (string, error) {
 			w.pop()
 			continue
 		}
+		// Symlinks can make a short name resolve to a long path: the
+		// result is held to what a name may be, which also bounds the
+		// handles the walk keeps open.
+		if len(part) > maxComponent || w.size+1+len(part) > maxPath {
+			return "", fmt.Errorf("resolve %s in %s: %w", abbrev(name), r.dir, &limitError{n: w.size + 1 + len(part), part: part, resolved: true})
+		}
 		dir := w.dir()
 		if (len(pending) == 0 && !followLast) || dir < 0 {
 			w.push(part, -1)
@@ -235,7 +270,7 @@ func (r *Root) resolve(name string, followLast bool) (string, error) {
 			w.push(part, -1)
 			continue
 		case err != nil:
-			return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "lstat", Path: w.path(part), Err: err})
+			return "", fmt.Errorf("resolve %s in %s: %w", abbrev(name), r.dir, &fs.PathError{Op: "lstat", Path: w.path(part), Err: err})
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
@@ -245,17 +280,17 @@ func (r *Root) resolve(name string, followLast bool) (string, error) {
 			}
 			fd, err := unix.Openat(dir, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
-				return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "open", Path: w.path(part), Err: err})
+				return "", fmt.Errorf("resolve %s in %s: %w", abbrev(name), r.dir, &fs.PathError{Op: "open", Path: w.path(part), Err: err})
 			}
 			w.push(part, fd)
 		case unix.S_IFLNK:
 			links++
 			if links > maxSymlinks {
-				return "", fmt.Errorf("resolve %s in %s: too many levels of symbolic links", name, r.dir)
+				return "", fmt.Errorf("resolve %s in %s: too many levels of symbolic links", abbrev(name), r.dir)
 			}
 			dest, err := readlinkat(dir, part)
 			if err != nil {
-				return "", fmt.Errorf("resolve %s in %s: %w", name, r.dir, &fs.PathError{Op: "readlink", Path: w.path(part), Err: err})
+				return "", fmt.Errorf("resolve %s in %s: %w", abbrev(name), r.dir, &fs.PathError{Op: "readlink", Path: w.path(part), Err: err})
 			}
 			if strings.HasPrefix(dest, "/") {
 				w.toTop()
@@ -271,17 +306,78 @@ func (r *Root) resolve(name string, followLast bool) (string, error) {
 	return strings.Join(w.names, "/"), nil
 }
 
+// Linux's limits on names: PATH_MAX (4096) counts the terminating NUL, so
+// a path has at most 4095 bytes, and NAME_MAX (255) bytes per component.
+// Deeper or longer names than the kernel takes are refused up front with
+// an error that says so, rather than walked: a hostile name thousands of
+// levels deep costs a handle and a lookup per level.
+const (
+	maxPath      = unix.PathMax - 1
+	maxComponent = 255
+)
+
+// ErrNameTooLong is wrapped by the errors of names over Linux's limits.
+var ErrNameTooLong = unix.ENAMETOOLONG
+
+// limitError is a name over maxPath or with a component over maxComponent.
+type limitError struct {
+	n        int    // the path's length in bytes
+	part     string // the component, when it is the one too long
+	resolved bool   // the limit was passed while following symlinks
+}
+
+func (e *limitError) Error() string {
+	if len(e.part) > maxComponent {
+		return fmt.Sprintf("a component is %d bytes long (%s): Linux allows at most %d (NAME_MAX)", len(e.part), abbrev(e.part), maxComponent)
+	}
+	if e.resolved {
+		return fmt.Sprintf("following its symlinks gives a path of %d bytes or more: Linux allows at most %d (PATH_MAX)", e.n, maxPath)
+	}
+	return fmt.Sprintf("the path is %d bytes long: Linux allows at most %d (PATH_MAX)", e.n, maxPath)
+}
+
+func (e *limitError) Unwrap() error { return ErrNameTooLong }
+
+// checkPathLimits holds a name to maxPath and maxComponent.
+func checkPathLimits(name string) error {
+	if len(name) > maxPath {
+		return &limitError{n: len(name)}
+	}
+	for rest := name; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, "/")
+		if len(part) > maxComponent {
+			return &limitError{part: part}
+		}
+	}
+	return nil
+}
+
+// abbrev shortens a name for a message: a hostile one can be 4 KB.
+func abbrev(name string) string {
+	const keep = 80
+	if len(name) <= keep {
+		return name
+	}
+	return fmt.Sprintf("%s...(%d bytes)", name[:keep], len(name))
+}
+
 // walk is the state of resolve: the components resolved so far and, for
-// each, a directory handle (fds[0] is the target's top, fds[i+1] belongs to
-// names[i]).
+// each, a directory handle (fds[0] is the target's top, which belongs to
+// the Root; fds[i+1] belongs to names[i]).
 type walk struct {
 	names []string
 	fds   []int
+	size  int // len(strings.Join(names, "/"))
 }
 
 func (w *walk) dir() int { return w.fds[len(w.fds)-1] }
 
 func (w *walk) push(name string, fd int) {
+	if len(w.names) > 0 {
+		w.size++
+	}
+	w.size += len(name)
 	w.names = append(w.names, name)
 	w.fds = append(w.fds, fd)
 }
@@ -294,7 +390,11 @@ func (w *walk) pop() {
 	if fd := w.dir(); fd >= 0 {
 		unix.Close(fd)
 	}
+	w.size -= len(w.names[len(w.names)-1])
 	w.names = w.names[:len(w.names)-1]
+	if len(w.names) > 0 {
+		w.size--
+	}
 	w.fds = w.fds[:len(w.fds)-1]
 }
 
@@ -305,7 +405,7 @@ func (w *walk) toTop() {
 }
 
 func (w *walk) closeAll() {
-	for _, fd := range w.fds {
+	for _, fd := range w.fds[1:] {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -409,41 +509,12 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 	if err != nil {
 		return err
 	}
-	if rel == "." {
-		return nil
+	fd, err := r.mkdirAll(name, rel, mode, owner)
+	if err != nil {
+		return err
 	}
-	// Nearly every call finds the directory there already: one lookup of
-	// the whole path instead of one per prefix, each of which os.Root
-	// walks from the top.
-	if fi, err := r.root.Stat(rel); err == nil && fi.IsDir() {
-		return nil
-	}
-	parts := strings.Split(rel, "/")
-	for i := range parts {
-		dir := path.Join(parts[:i+1]...)
-		fi, err := r.root.Stat(dir)
-		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("create directory %s: %s is not a directory", name, "/"+dir)
-			}
-			continue
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
-		}
-		if err := r.root.Mkdir(dir, mode.Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
-		}
-		// Owner first: chown clears setuid and setgid, so the mode the
-		// caller asked for (which Mkdir's umask also trimmed) comes last.
-		if err := r.chown(dir, owner); err != nil {
-			return fmt.Errorf("create directory %s: %w", name, err)
-		}
-		if err := r.root.Chmod(dir, mode); err != nil {
-			return fmt.Errorf("create directory %s: %w", name, unwrapPath(err))
-		}
-		r.dirtiedAt(path.Dir(dir))
-		r.record("mkdir", "/"+dir, dir, true)
+	if fd != r.top {
+		unix.Close(fd)
 	}
 	return nil
 }
@@ -762,7 +833,7 @@ func (r *Root) removeStaleTemps(rel string) {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	prefix := "." + path.Base(rel) + ".seedinit-"
+	prefix := tempPrefix(path.Base(rel))
 	for _, n := range names {
 		if suffix, ok := strings.CutPrefix(n, prefix); ok && len(suffix) == 12 {
 			if _, err := hex.DecodeString(suffix); err == nil {
@@ -778,7 +849,18 @@ func (r *Root) removeStaleTemps(rel string) {
 func tempName(rel string) string {
 	var b [6]byte
 	earlyrand.Read(b[:])
-	return path.Join(path.Dir(rel), "."+path.Base(rel)+".seedinit-"+hex.EncodeToString(b[:]))
+	return path.Join(path.Dir(rel), tempPrefix(path.Base(rel))+hex.EncodeToString(b[:]))
+}
+
+// tempPrefix is what the temporary names of base start with; base is cut
+// short where the whole name would pass NAME_MAX, so that a file with a
+// name of the longest length can still be written.
+func tempPrefix(base string) string {
+	const fixed = len(".") + len(".seedinit-") + 12
+	if len(base) > maxComponent-fixed {
+		base = base[:maxComponent-fixed]
+	}
+	return "." + base + ".seedinit-"
 }
 
 // orKeep makes root-owned creation a no-op when seedinit does not run as
