@@ -1,7 +1,10 @@
 package target
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -182,4 +185,87 @@ func definedToExist(dir, rel string) bool {
 	}
 	_, err := os.Lstat(filepath.Join(dir, rel))
 	return err == nil
+}
+
+// errReader yields some bytes, then fails.
+type errReader struct{ n int }
+
+func (e *errReader) Read(p []byte) (int, error) {
+	if e.n == 0 {
+		return 0, errors.New("source failed")
+	}
+	n := min(len(p), e.n)
+	e.n -= n
+	return n, nil
+}
+
+func TestWriteFileFromIfChanged(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*compareBlock/16+7)
+	tests := []struct {
+		name        string
+		old         []byte // nil: no old file
+		oldMode     fs.FileMode
+		src         io.Reader
+		mode        fs.FileMode
+		wantChanged bool
+		wantErr     string
+		want        []byte
+	}{
+		{name: "new file", src: bytes.NewReader(big), mode: 0o644, wantChanged: true, want: big},
+		{name: "same content and mode", old: big, oldMode: 0o644, src: bytes.NewReader(big), mode: 0o644, want: big},
+		{name: "same content, other mode", old: big, oldMode: 0o600, src: bytes.NewReader(big), mode: 0o644, wantChanged: true, want: big},
+		{name: "differs in the last block", old: append(append([]byte{}, big[:len(big)-1]...), 'x'), oldMode: 0o644, src: bytes.NewReader(big), mode: 0o644, wantChanged: true, want: big},
+		{name: "longer old file", old: append(append([]byte{}, big...), 'x'), oldMode: 0o644, src: bytes.NewReader(big), mode: 0o644, wantChanged: true, want: big},
+		{name: "failing source keeps the old file", old: []byte("old"), oldMode: 0o644, src: &errReader{n: 100}, mode: 0o644, wantErr: "write /etc/f: source failed", want: []byte("old")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, dir := newRoot(t)
+			p := filepath.Join(dir, "etc/f")
+			if tt.old != nil {
+				must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				must(t, os.WriteFile(p, tt.old, tt.oldMode))
+				must(t, os.Chmod(p, tt.oldMode))
+			}
+			changed, err := r.WriteFileFromIfChanged("/etc/f", tt.src, tt.mode, KeepOwner)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("error = %v, want %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if changed != tt.wantChanged {
+				t.Errorf("changed = %v, want %v", changed, tt.wantChanged)
+			}
+			if b, _ := os.ReadFile(p); !bytes.Equal(b, tt.want) {
+				t.Errorf("content is %d bytes, not the %d wanted", len(b), len(tt.want))
+			}
+			if entries, _ := os.ReadDir(filepath.Dir(p)); len(entries) != 1 {
+				t.Errorf("temporary files left: %v", entries)
+			}
+		})
+	}
+}
+
+// write_files' append: the old content, then the new, with the mode given
+// even for a file that exists.
+func TestAppendFileFrom(t *testing.T) {
+	r, dir := newRoot(t)
+	p := filepath.Join(dir, "var/log/app.log")
+	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(t, os.WriteFile(p, []byte("one\n"), 0o644))
+	must(t, r.AppendFileFrom("/var/log/app.log", strings.NewReader("two\n"), 0o600, KeepOwner))
+	must(t, r.AppendFileFrom("/var/log/new.log", strings.NewReader("first\n"), 0o640, KeepOwner))
+	for name, want := range map[string]struct {
+		content string
+		mode    fs.FileMode
+	}{"app.log": {"one\ntwo\n", 0o600}, "new.log": {"first\n", 0o640}} {
+		b, _ := os.ReadFile(filepath.Join(dir, "var/log", name))
+		fi, err := os.Stat(filepath.Join(dir, "var/log", name))
+		must(t, err)
+		if string(b) != want.content || fi.Mode().Perm() != want.mode {
+			t.Errorf("%s: %q %v, want %q %v", name, b, fi.Mode().Perm(), want.content, want.mode)
+		}
+	}
 }

@@ -525,10 +525,11 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 // 0755, owned by root. A symlink at name is followed: the file it points
 // to (inside the target) is replaced, as a plain write would.
 func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
-	return r.writeFile(name, mode, owner, false, func(f *os.File) error {
+	_, err := r.writeFile(name, mode, owner, writeOpts{}, func(f *os.File) error {
 		_, err := f.Write(data)
 		return err
 	})
+	return err
 }
 
 // WriteFileWith is WriteFile for content that is made in place rather than
@@ -538,26 +539,39 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 // that an interrupted run left behind are removed first: such files can
 // be gigabytes.
 func (r *Root) WriteFileWith(name string, mode fs.FileMode, owner Owner, fill func(f *os.File) error) error {
-	return r.writeFile(name, mode, owner, true, fill)
+	_, err := r.writeFile(name, mode, owner, writeOpts{removeStale: true}, fill)
+	return err
 }
 
-func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale bool, fill func(f *os.File) error) error {
+// writeOpts are the variants of writeFile.
+type writeOpts struct {
+	// removeStale removes temporary files an interrupted run left.
+	removeStale bool
+	// keepIfSame leaves the file alone when what fill wrote, the mode
+	// and the owner are what is there already.
+	keepIfSame bool
+}
+
+// writeFile is WriteFile's engine: fill writes the new content into the
+// temporary file. It reports whether it replaced the file (always, unless
+// opts.keepIfSame found the same file there).
+func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeOpts, fill func(f *os.File) error) (bool, error) {
 	rel, err := r.Resolve(name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if rel == "." {
-		return fmt.Errorf("write %s: is the target's top directory", name)
+		return false, fmt.Errorf("write %s: is the target's top directory", name)
 	}
 	if err := r.MkdirAll(path.Dir(rel), 0o755, Owner{UID: 0, GID: 0}.orKeep(r)); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return false, fmt.Errorf("write %s: %w", name, err)
 	}
-	if removeStale {
+	if opts.removeStale {
 		r.removeStaleTemps(rel)
 	}
 	tmp, f, err := r.createTemp(rel, mode)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return false, fmt.Errorf("write %s: %w", name, err)
 	}
 	committed := false
 	defer func() {
@@ -567,17 +581,20 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 		}
 	}()
 	if err := fill(f); err != nil {
-		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
+	}
+	if opts.keepIfSame && r.sameFile(rel, f, mode, owner) {
+		return false, nil
 	}
 	// Owner before mode: the kernel clears setuid and setgid on chown,
 	// so a 04755 chmod'ed first would end as 0755.
 	if owner.UID >= 0 || owner.GID >= 0 {
 		if err := f.Chown(owner.UID, owner.GID); err != nil {
-			return fmt.Errorf("write %s: set owner %d:%d: %w", name, owner.UID, owner.GID, unwrapPath(err))
+			return false, fmt.Errorf("write %s: set owner %d:%d: %w", name, owner.UID, owner.GID, unwrapPath(err))
 		}
 	}
 	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
+		return false, fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
 	}
 	labelled := r.labelFile(rel, f)
 	// The content must be on disk before the rename can be: XFS (unlike
@@ -591,52 +608,88 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, removeStale
 	// makes a file only when it is missing (a host key) would take an
 	// empty one for done. The rename itself is made durable by Sync.
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: flush to disk: %w", name, unwrapPath(err))
+		return false, fmt.Errorf("write %s: flush to disk: %w", name, unwrapPath(err))
 	}
 	if fi, err := f.Stat(); err == nil {
 		r.dirtied(fi, path.Dir(rel))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
 	if err := r.root.Rename(tmp, rel); err != nil {
-		return fmt.Errorf("write %s: %w", name, unwrapPath(err))
+		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
 	committed = true
 	r.record("write", name, rel, !labelled)
-	return nil
+	return true, nil
 }
 
 // WriteFileIfChanged writes only when the content, mode or owner differ, so
 // that a re-run leaves mtimes alone. It reports whether it wrote. The mode
 // compared includes setuid, setgid and sticky: a file that lost its
-// setuid bit is written again.
+// setuid bit is written again. The old file is compared where it lies,
+// a block at a time: it is never read whole, whatever its size.
 func (r *Root) WriteFileIfChanged(name string, data []byte, mode fs.FileMode, owner Owner) (bool, error) {
-	if old, err := r.ReadFile(name); err == nil && bytes.Equal(old, data) {
-		if fi, err := r.Stat(name); err == nil && ModeBits(fi.Mode()) == ModeBits(mode) && ownerMatches(fi, owner) {
-			return false, nil
-		}
+	if r.holds(name, data, mode, owner) {
+		return false, nil
 	}
 	return true, r.WriteFile(name, data, mode, owner)
 }
 
+// WriteFileFromIfChanged is WriteFileIfChanged for content read from src,
+// which is streamed into the temporary file and compared there with the
+// old file, so that neither is held in memory; when they are the same,
+// mode and owner included, the old file stays and the temporary one goes.
+// An error from src fails the write and leaves the old file.
+func (r *Root) WriteFileFromIfChanged(name string, src io.Reader, mode fs.FileMode, owner Owner) (bool, error) {
+	return r.writeFile(name, mode, owner, writeOpts{keepIfSame: true}, func(f *os.File) error {
+		_, err := io.Copy(f, src)
+		return err
+	})
+}
+
 // AppendFile adds data at the end of name (creating it with mode and owner
 // if missing), atomically: the result is written whole and renamed in.
+// An existing file keeps its mode and, with KeepOwner, its owner.
 func (r *Root) AppendFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
-	old, err := r.ReadFile(name)
+	fi, err := r.Stat(name)
 	switch {
 	case err == nil:
-		if fi, err := r.Stat(name); err == nil {
-			mode = ModeBits(fi.Mode())
-			if owner == KeepOwner {
-				owner = fileOwner(fi)
-			}
+		mode = ModeBits(fi.Mode())
+		if owner == KeepOwner {
+			owner = fileOwner(fi)
 		}
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return err
 	}
-	return r.WriteFile(name, append(old, data...), mode, owner)
+	return r.AppendFileFrom(name, bytes.NewReader(data), mode, owner)
+}
+
+// AppendFileFrom writes name anew as its old content (if any) followed by
+// what src yields, atomically, and gives the result mode and owner, on an
+// existing file too (write_files' append). The old content is copied
+// file to file and src streamed, so neither is held in memory.
+func (r *Root) AppendFileFrom(name string, src io.Reader, mode fs.FileMode, owner Owner) error {
+	old, err := r.Open(name)
+	switch {
+	case err == nil:
+		defer old.Close()
+	case errors.Is(err, fs.ErrNotExist):
+		old = nil
+	default:
+		return err
+	}
+	_, err = r.writeFile(name, mode, owner, writeOpts{}, func(f *os.File) error {
+		if old != nil {
+			if _, err := io.Copy(f, old); err != nil {
+				return err
+			}
+		}
+		_, err := io.Copy(f, src)
+		return err
+	})
+	return err
 }
 
 // Symlink makes name a symlink to dest (stored as given), replacing
@@ -744,7 +797,7 @@ func (r *Root) chown(rel string, owner Owner) error {
 func (r *Root) createTemp(rel string, mode fs.FileMode) (string, *os.File, error) {
 	for range 10 {
 		tmp := tempName(rel)
-		f, err := r.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
+		f, err := r.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
