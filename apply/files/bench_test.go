@@ -20,6 +20,7 @@ import (
 func benchWriteFiles(b *testing.B, items []any) {
 	b.Helper()
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		env := applytest.NewEnv(b, apply.Config{"write_files": items})

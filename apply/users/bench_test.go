@@ -31,6 +31,7 @@ func BenchmarkUsersGroups(b *testing.B) {
 			}
 			cfg := apply.Config{"users": users}
 			b.ReportAllocs()
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				dir := debianRoot(b)

@@ -22,6 +22,7 @@ func BenchmarkQueryListKeys(b *testing.B) {
 			}
 			writeInstanceData(b, root, data)
 			b.ReportAllocs()
+			b.ResetTimer()
 			for b.Loop() {
 				if code := dispatch([]string{"query", "--root", root, "--list-keys"}, io.Discard, io.Discard); code != exitOK {
 					b.Fatalf("query exit %d", code)
@@ -58,6 +59,7 @@ func BenchmarkSchemaLargeScalar(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			for b.Loop() {
 				dispatch([]string{"schema", "--config-file", p}, io.Discard, io.Discard)
 			}
