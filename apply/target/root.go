@@ -643,8 +643,7 @@ func (r *Root) WriteFileIfChanged(name string, data []byte, mode fs.FileMode, ow
 // An error from src fails the write and leaves the old file.
 func (r *Root) WriteFileFromIfChanged(name string, src io.Reader, mode fs.FileMode, owner Owner) (bool, error) {
 	return r.writeFile(name, mode, owner, writeOpts{keepIfSame: true}, func(f *os.File) error {
-		_, err := io.Copy(f, src)
-		return err
+		return copyFrom(f, src)
 	})
 }
 
@@ -682,12 +681,12 @@ func (r *Root) AppendFileFrom(name string, src io.Reader, mode fs.FileMode, owne
 	}
 	_, err = r.writeFile(name, mode, owner, writeOpts{}, func(f *os.File) error {
 		if old != nil {
+			// File to file: the kernel copies (copy_file_range).
 			if _, err := io.Copy(f, old); err != nil {
 				return err
 			}
 		}
-		_, err := io.Copy(f, src)
-		return err
+		return copyFrom(f, src)
 	})
 	return err
 }
