@@ -20,9 +20,6 @@ import (
 const (
 	defaultPerms = 0o644
 	defaultOwner = "root:root"
-	// maxContent bounds decompressed content, so that a small gzip bomb in
-	// user-data cannot fill the target.
-	maxContent = 64 << 20
 )
 
 // Entry is one write_files item, decoded and checked but not yet written.
@@ -31,8 +28,13 @@ type Entry struct {
 	Index int
 	// Path is absolute and clean; it is a path in the target.
 	Path string
-	// Content is the decoded content (empty when only Source is given).
-	Content []byte
+	// Content is the content as the config gives it, still encoded
+	// (empty when only Source is given). It is decoded as it is written,
+	// through ContentReader, so that no decoded content is held whole.
+	Content string
+	// Decode lists the decoding steps of the encoding, in order
+	// ("base64", "gzip").
+	Decode []string
 	// Source is a URL to fetch the content from, tried before Content.
 	Source *Source
 	// User and Group are names to resolve in the target ("" keeps).
@@ -122,6 +124,9 @@ func optionalBool(cfg apply.Config, key string) (bool, error) {
 	return b, nil
 }
 
+// decodeContent takes the content and its encoding; decoding waits for
+// ContentReader, so that an item another module writes, or one never
+// reached, costs nothing to decode.
 func (e *Entry) decodeContent(cfg apply.Config) error {
 	raw, ok := cfg["content"]
 	if !ok || raw == nil {
@@ -141,21 +146,69 @@ func (e *Entry) decodeContent(cfg apply.Config) error {
 	if !known {
 		e.warn("unknown encoding %q: writing the content as text/plain", enc)
 	}
-	data := []byte(s)
-	for _, step := range steps {
+	e.Content, e.Decode = s, steps
+	return nil
+}
+
+// ContentReader yields the item's decoded content, decoding as it is
+// read: base64 a few bytes at a time, gzip through its window. Errors in
+// the content (bad padding, a broken gzip stream) come from Read, wrapped
+// to say which step failed.
+func (e *Entry) ContentReader() io.Reader {
+	var r io.Reader = strings.NewReader(e.Content)
+	for _, step := range e.Decode {
 		switch step {
 		case "base64":
-			if data, err = decodeBase64(data); err != nil {
-				return fmt.Errorf("decode base64 content: %w", err)
-			}
+			r = &stepReader{r: newBase64Reader(r), what: "decode base64 content"}
 		case "gzip":
-			if data, err = gunzip(data); err != nil {
-				return fmt.Errorf("decompress gzip content: %w", err)
-			}
+			r = &stepReader{r: &gunzipReader{src: r}, what: "decompress gzip content"}
 		}
 	}
-	e.Content = data
-	return nil
+	return r
+}
+
+// stepReader names a decoding step in its errors; an error from an
+// earlier step, named already, passes as it is.
+type stepReader struct {
+	r    io.Reader
+	what string
+}
+
+type stepError struct {
+	what string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+func (s *stepReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		var named *stepError
+		if !errors.As(err, &named) {
+			err = &stepError{what: s.what, err: err}
+		}
+	}
+	return n, err
+}
+
+// gunzipReader opens the gzip stream at the first Read, where a bad
+// header is an error of the content being read like any other.
+type gunzipReader struct {
+	src io.Reader
+	z   *gzip.Reader
+}
+
+func (g *gunzipReader) Read(p []byte) (int, error) {
+	if g.z == nil {
+		z, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.z = z
+	}
+	return g.z.Read(p)
 }
 
 // extractions lists the decoding steps for an encoding, in order.
@@ -301,20 +354,52 @@ const modeSpecial = target.ModeSpecial
 // unixMode turns chmod(2) bits into an fs.FileMode; n is at least 0.
 func unixMode(n int64) fs.FileMode { return target.UnixMode(uint32(n & 0o7777)) }
 
-// decodeBase64 decodes like Python's base64.b64decode without validate:
-// characters outside the alphabet are skipped, and the first complete
-// padding ends the data.
+// decodeBase64 decodes in one go what base64Reader decodes as a stream.
 func decodeBase64(in []byte) ([]byte, error) {
-	out := make([]byte, 0, len(in)*3/4)
-	var quad, pads int
-	var left byte
-	data := 0
-	for _, c := range in {
+	return io.ReadAll(newBase64Reader(bytes.NewReader(in)))
+}
+
+// base64Reader decodes like Python's base64.b64decode without validate:
+// characters outside the alphabet are skipped, and the first complete
+// padding ends the data. It reads its input a block at a time and keeps
+// only the state of the current quantum.
+type base64Reader struct {
+	src        io.Reader
+	in         []byte
+	pos, n     int
+	quad, pads int
+	left       byte
+	data       int  // data characters seen, for the error message
+	done       bool // padding ended the data, or the input ended
+	err        error
+}
+
+func newBase64Reader(src io.Reader) *base64Reader {
+	return &base64Reader{src: src, in: make([]byte, 4096)}
+}
+
+func (r *base64Reader) Read(p []byte) (int, error) {
+	out := 0
+	for out < len(p) && !r.done {
+		if r.pos == r.n {
+			if r.err != nil {
+				r.done = true
+				break
+			}
+			r.n, r.err = r.src.Read(r.in)
+			r.pos = 0
+			if r.err != nil && r.err != io.EOF {
+				return out, r.err
+			}
+			continue
+		}
+		c := r.in[r.pos]
+		r.pos++
 		if c == '=' {
-			if quad >= 2 {
-				pads++
-				if quad+pads >= 4 {
-					return out, nil
+			if r.quad >= 2 {
+				r.pads++
+				if r.quad+r.pads >= 4 {
+					r.done, r.quad = true, 0
 				}
 			}
 			continue
@@ -323,31 +408,37 @@ func decodeBase64(in []byte) ([]byte, error) {
 		if v < 0 {
 			continue
 		}
-		data++
-		pads = 0
+		r.data++
+		r.pads = 0
 		b := byte(v)
-		switch quad {
+		switch r.quad {
 		case 0:
-			left = b
+			r.left = b
 		case 1:
-			out = append(out, left<<2|b>>4)
-			left = b & 0x0f
+			p[out] = r.left<<2 | b>>4
+			out++
+			r.left = b & 0x0f
 		case 2:
-			out = append(out, left<<4|b>>2)
-			left = b & 0x03
+			p[out] = r.left<<4 | b>>2
+			out++
+			r.left = b & 0x03
 		case 3:
-			out = append(out, left<<6|b)
-			left = 0
+			p[out] = r.left<<6 | b
+			out++
+			r.left = 0
 		}
-		quad = (quad + 1) % 4
+		r.quad = (r.quad + 1) % 4
 	}
-	switch quad {
-	case 0:
+	if out > 0 || !r.done {
 		return out, nil
-	case 1:
-		return nil, fmt.Errorf("number of data characters (%d) cannot be 1 more than a multiple of 4", data)
 	}
-	return nil, errors.New("incorrect padding")
+	switch r.quad {
+	case 0:
+		return 0, io.EOF
+	case 1:
+		return 0, fmt.Errorf("number of data characters (%d) cannot be 1 more than a multiple of 4", r.data)
+	}
+	return 0, errors.New("incorrect padding")
 }
 
 func b64value(c byte) int {
@@ -364,19 +455,4 @@ func b64value(c byte) int {
 		return 63
 	}
 	return -1
-}
-
-func gunzip(in []byte) ([]byte, error) {
-	r, err := gzip.NewReader(bytes.NewReader(in))
-	if err != nil {
-		return nil, err
-	}
-	out, err := io.ReadAll(io.LimitReader(r, maxContent+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > maxContent {
-		return nil, fmt.Errorf("content is larger than %d bytes once decompressed", maxContent)
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -102,7 +103,11 @@ func TestEncodings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(text, string(e.Content)); diff != "" {
+			got, err := io.ReadAll(e.ContentReader())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(text, string(got)); diff != "" {
 				t.Errorf("content (-want +got):\n%s", diff)
 			}
 			if got := len(e.Warnings) > 0; got != tt.wantWarn {
@@ -167,7 +172,7 @@ func TestDecodeEntry(t *testing.T) {
 		{
 			name: "relative path is from /",
 			yaml: "{path: etc/../etc/x, content: hi, append: yes, defer: 'true'}",
-			want: &Entry{Path: "/etc/x", Content: []byte("hi"), User: "root", Group: "root", Mode: 0o644, Append: true, Defer: true},
+			want: &Entry{Path: "/etc/x", Content: "hi", User: "root", Group: "root", Mode: 0o644, Append: true, Defer: true},
 		},
 		{
 			name: "source with headers",
@@ -176,8 +181,11 @@ func TestDecodeEntry(t *testing.T) {
 		},
 		{name: "no path", yaml: "{content: x}", wantErr: "item 3: no path to write"},
 		{name: "not a mapping", yaml: "[a]", wantErr: "item 3: want a mapping, got a list"},
-		{name: "bad base64", yaml: "{path: /b, encoding: b64, content: 'YQ'}", wantErr: "item 3 (/b): decode base64 content: incorrect padding"},
-		{name: "bad gzip", yaml: "{path: /b, encoding: gz, content: 'plain'}", wantErr: "item 3 (/b): decompress gzip content: "},
+		{
+			name: "content is decoded only when written",
+			yaml: "{path: /b, encoding: gz+b64, content: 'YQ'}",
+			want: &Entry{Path: "/b", Content: "YQ", Decode: []string{"base64", "gzip"}, User: "root", Group: "root", Mode: 0o644},
+		},
 		{name: "bad append", yaml: "{path: /b, append: maybe}", wantErr: "item 3 (/b): append: want a boolean"},
 		{name: "content is a mapping", yaml: "{path: /b, content: {a: 1}}", wantErr: "item 3 (/b): content: want a string, got a mapping"},
 	}

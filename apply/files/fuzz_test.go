@@ -3,7 +3,11 @@ package files
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
@@ -42,6 +46,8 @@ func FuzzDecodeEntry(f *testing.F) {
 		if e.Mode&^(0o777|modeSpecial) != 0 {
 			t.Errorf("DecodeEntry gave mode %v with bits chmod cannot set", e.Mode)
 		}
+		// Decoding may fail but never panic; a bomb is read only so far.
+		io.Copy(io.Discard, io.LimitReader(e.ContentReader(), 1<<20))
 	})
 }
 
@@ -58,4 +64,87 @@ func FuzzDecodeBase64(f *testing.F) {
 			t.Errorf("decodeBase64(%q) = %q, %v; the standard decoder gives %q", in, got, err, want)
 		}
 	})
+}
+
+// FuzzBase64Reader checks the streaming decoder against decoding in one
+// go (referenceBase64, the decoder as it was before it streamed), whatever
+// the sizes of the reads on either side.
+func FuzzBase64Reader(f *testing.F) {
+	for _, s := range []string{"YQ==", "YWJj", "YQ", "Y Q==", "!!", "YWJjZA==x", "", "YQ=", "Y=Q=", "YWJj===", "Y"} {
+		f.Add([]byte(s), uint8(1), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, srcChunk, dstChunk uint8) {
+		want, wantErr := referenceBase64(in)
+		var src io.Reader = bytes.NewReader(in)
+		if srcChunk%2 == 1 {
+			src = iotest.OneByteReader(src)
+		} else {
+			src = iotest.HalfReader(src)
+		}
+		r := newBase64Reader(src)
+		var got []byte
+		buf := make([]byte, 1+int(dstChunk)%7)
+		var err error
+		for {
+			var n int
+			n, err = r.Read(buf)
+			got = append(got, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if err == io.EOF {
+			err = nil
+		}
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || (wantErr == nil && !bytes.Equal(got, want)) {
+			t.Errorf("streaming %q = %q, %v; in one go: %q, %v", in, got, err, want, wantErr)
+		}
+	})
+}
+
+// referenceBase64 is the one-shot decoder the streaming one replaced.
+func referenceBase64(in []byte) ([]byte, error) {
+	out := make([]byte, 0, len(in)*3/4)
+	var quad, pads int
+	var left byte
+	data := 0
+	for _, c := range in {
+		if c == '=' {
+			if quad >= 2 {
+				pads++
+				if quad+pads >= 4 {
+					return out, nil
+				}
+			}
+			continue
+		}
+		v := b64value(c)
+		if v < 0 {
+			continue
+		}
+		data++
+		pads = 0
+		b := byte(v)
+		switch quad {
+		case 0:
+			left = b
+		case 1:
+			out = append(out, left<<2|b>>4)
+			left = b & 0x0f
+		case 2:
+			out = append(out, left<<4|b>>2)
+			left = b & 0x03
+		case 3:
+			out = append(out, left<<6|b)
+			left = 0
+		}
+		quad = (quad + 1) % 4
+	}
+	switch quad {
+	case 0:
+		return out, nil
+	case 1:
+		return nil, fmt.Errorf("number of data characters (%d) cannot be 1 more than a multiple of 4", data)
+	}
+	return nil, errors.New("incorrect padding")
 }
