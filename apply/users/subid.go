@@ -141,6 +141,14 @@ type subIDFile struct {
 	owner    target.Owner
 	// min, max and count are SUB_UID_* or SUB_GID_* of login.defs.
 	min, max, count uint64
+	// sorted is set while lines are what sorting them gives back
+	// unchanged: entries only, in order. Then a grant needs no sort,
+	// and the search for a free range resumes where the last one
+	// ended (scanned lines, leaving low): each useradd sorts and walks
+	// the whole file, which for n users in one run is O(n² log n).
+	sorted  bool
+	scanned int
+	scanLow uint32
 }
 
 func readSubIDFile(root *target.Root, path string) *subIDFile {
@@ -246,9 +254,7 @@ func subIDService(data []byte) string {
 // subIDGrant is the ranges planned for a new user, recorded by commit once
 // the user is added.
 type subIDGrant struct {
-	uidStart, gidStart uint64
-	uidLines, gidLines []*subIDLine
-	uid, gid           bool
+	uids, gids *subIDAlloc
 }
 
 // wants reports whether useradd grants f's ranges to a user: a regular
@@ -266,18 +272,18 @@ func (s *subIDs) wants(f *subIDFile, system bool, uid int, policy Policy) bool {
 func (s *subIDs) plan(system bool, uid int, policy Policy) (subIDGrant, error) {
 	var g subIDGrant
 	if s.wants(s.uids, system, uid, policy) {
-		start, lines, err := s.uids.allocate()
+		a, err := s.uids.allocate()
 		if err != nil {
 			return g, err
 		}
-		g.uid, g.uidStart, g.uidLines = true, start, lines
+		g.uids = &a
 	}
 	if s.wants(s.gids, system, uid, policy) {
-		start, lines, err := s.gids.allocate()
+		a, err := s.gids.allocate()
 		if err != nil {
 			return g, err
 		}
-		g.gid, g.gidStart, g.gidLines = true, start, lines
+		g.gids = &a
 	}
 	return g, nil
 }
@@ -285,39 +291,80 @@ func (s *subIDs) plan(system bool, uid int, policy Policy) (subIDGrant, error) {
 // commit appends name's planned ranges; the files keep the order that
 // useradd's allocation sorted them into.
 func (s *subIDs) commit(name string, g subIDGrant) {
-	if g.uid {
-		s.uids.add(name, g.uidStart, g.uidLines)
+	if g.uids != nil {
+		s.uids.add(name, *g.uids)
 	}
-	if g.gid {
-		s.gids.add(name, g.gidStart, g.gidLines)
+	if g.gids != nil {
+		s.gids.add(name, *g.gids)
 	}
 }
 
-func (f *subIDFile) add(name string, start uint64, sorted []*subIDLine) {
-	entry := &SubIDRange{Owner: name, Start: start, Count: f.count}
-	line := &subIDLine{raw: fmt.Sprintf("%s:%d:%d", name, start, f.count), entry: entry}
-	f.lines = append(sorted, line)
+func (f *subIDFile) add(name string, a subIDAlloc) {
+	entry := &SubIDRange{Owner: name, Start: a.start, Count: f.count}
+	line := &subIDLine{raw: fmt.Sprintf("%s:%d:%d", name, a.start, f.count), entry: entry}
+	// A range that sorts last keeps sorted lines sorted, and the walk
+	// that found it, past every line before it, stays valid.
+	n := len(a.lines)
+	f.sorted = a.inOrder && (n == 0 || compareSubIDLines(a.lines[n-1], line) <= 0)
+	f.scanned, f.scanLow = 0, uint32(f.min)
+	if f.sorted && a.walked == n {
+		f.scanned, f.scanLow = a.walked, a.left
+	}
+	f.lines = append(a.lines, line)
 	f.changed = true
+}
+
+// subIDAlloc is a free range found in a file, and what add needs to keep
+// the next search short.
+type subIDAlloc struct {
+	start uint64
+	// lines are the file's lines as shadow-utils leaves them (sorted).
+	lines []*subIDLine
+	// inOrder: lines are entries only, in order, so sorting them again
+	// would change nothing.
+	inOrder bool
+	// walked lines were walked, leaving the search's low at left.
+	walked int
+	left   uint32
+}
+
+// allEntriesInOrder reports whether lines are entries only, sorted: what
+// sortSubIDLines gives back as it is.
+func allEntriesInOrder(lines []*subIDLine) bool {
+	for i, l := range lines {
+		if l.entry == nil || l.nis || (i > 0 && compareSubIDLines(lines[i-1], l) > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // allocate finds the first hole of f.count ids in [f.min, f.max] and
 // returns it with f's lines in the order shadow-utils leaves them: it
 // sorts the entries (by start, count, owner) before searching and writes
 // them back so.
-func (f *subIDFile) allocate() (uint64, []*subIDLine, error) {
+func (f *subIDFile) allocate() (subIDAlloc, error) {
 	if f.readErr != nil {
-		return 0, nil, fmt.Errorf("grant subordinate ids: %w", f.readErr)
+		return subIDAlloc{}, fmt.Errorf("grant subordinate ids: %w", f.readErr)
 	}
 	min, max, count := f.min, f.max, f.count
 	if min > max || count >= max || min+count-1 > max {
-		return 0, nil, fmt.Errorf("grant subordinate ids in %s: invalid login.defs range: min %d, max %d, count %d", f.path, min, max, count)
+		return subIDAlloc{}, fmt.Errorf("grant subordinate ids in %s: invalid login.defs range: min %d, max %d, count %d", f.path, min, max, count)
 	}
-	lines := sortSubIDLines(f.lines)
-	start, ok := findFreeSubIDRange(lines, uint32(min), uint32(max), count)
+	a := subIDAlloc{lines: f.lines, inOrder: f.sorted}
+	from, low := 0, uint32(min)
+	if f.sorted {
+		from, low = f.scanned, f.scanLow
+	} else {
+		a.lines = sortSubIDLines(f.lines)
+		a.inOrder = allEntriesInOrder(a.lines)
+	}
+	start, ok, walked, left := findFreeSubIDRangeFrom(a.lines, from, low, uint32(min), uint32(max), count)
 	if !ok {
-		return 0, nil, fmt.Errorf("grant subordinate ids in %s: no free range of %d ids in %d-%d", f.path, count, min, max)
+		return subIDAlloc{}, fmt.Errorf("grant subordinate ids in %s: no free range of %d ids in %d-%d", f.path, count, min, max)
 	}
-	return uint64(start), lines, nil
+	a.start, a.walked, a.left = uint64(start), walked, left
+	return a, nil
 }
 
 // sortSubIDLines returns lines with the part above the first NIS line
@@ -395,11 +442,19 @@ func cStr(s string) string {
 // arithmetic (ranges that wrap included): the lowest start of count free
 // ids in [min, max], walking the entries in file order.
 func findFreeSubIDRange(lines []*subIDLine, min, max uint32, count uint64) (uint32, bool) {
+	start, ok, _, _ := findFreeSubIDRangeFrom(lines, 0, min, min, max, count)
+	return start, ok
+}
+
+// findFreeSubIDRangeFrom is findFreeSubIDRange resumed after lines[:from],
+// whose walk left low. It also returns how far the walk got and the low
+// it left there: all of lines when the free range is after the last one.
+func findFreeSubIDRangeFrom(lines []*subIDLine, from int, low, min, max uint32, count uint64) (start uint32, ok bool, walked int, left uint32) {
 	if count == 0 || max < min {
-		return 0, false
+		return 0, false, from, low
 	}
-	low := min
-	for _, l := range lines {
+	for i := from; i < len(lines); i++ {
+		l := lines[i]
 		if l.entry == nil {
 			continue
 		}
@@ -410,19 +465,19 @@ func findFreeSubIDRange(lines []*subIDLine, min, max uint32, count uint64) (uint
 			high = max + 1
 		}
 		if high > low && uint64(high-low) >= count {
-			return low, low != ^uint32(0)
+			return low, low != ^uint32(0), i, low
 		}
 		if low < last+1 {
 			low = last + 1
 		}
 		if low > max {
-			return 0, false
+			return 0, false, i, low
 		}
 	}
 	if uint64(max-low+1) >= count {
-		return low, low != ^uint32(0)
+		return low, low != ^uint32(0), len(lines), low
 	}
-	return 0, false
+	return 0, false, len(lines), low
 }
 
 // save writes a changed file with a "-" backup of its previous content,

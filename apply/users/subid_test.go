@@ -2,6 +2,7 @@ package users
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -382,6 +383,39 @@ func FuzzSubIDs(f *testing.F) {
 			if uint64(start) <= e.Start+e.Count-1 && e.Start <= end {
 				t.Fatalf("range %d+%d overlaps %s:%d:%d", start, count, e.Owner, e.Start, e.Count)
 			}
+		}
+	})
+}
+
+// FuzzSubIDGrantsInARow grants ranges to users one after the other, as a
+// users list does, once with the shortcuts that keep n grants linear (no
+// sort of lines known to be sorted, the search resumed) and once sorting
+// and searching the whole file for each grant, as each useradd does: the
+// files must come out the same.
+func FuzzSubIDGrantsInARow(f *testing.F) {
+	f.Add("", uint32(100000), uint32(600100000), uint64(65536), uint8(20))
+	f.Add("bob:100000:65536\n", uint32(100000), uint32(600100000), uint64(65536), uint8(5))
+	f.Add("zed:300000:65536\nold:100000:65536\n", uint32(100000), uint32(600100000), uint64(65536), uint8(5))
+	f.Add("# comment\nzed:300000:65536\n\nbad line\n", uint32(100000), uint32(600100000), uint64(65536), uint8(5))
+	f.Add("b:010:5\n+nis\nc:200000:10\n", uint32(1), uint32(1000), uint64(3), uint8(9))
+	f.Add("a:20:10\n", uint32(1), uint32(100), uint64(10), uint8(12))
+	f.Fuzz(func(t *testing.T, data string, min, max uint32, count uint64, users uint8) {
+		grant := func(shortcuts bool) string {
+			file := &subIDFile{path: SubUIDFile, present: true, lines: parseSubIDLines([]byte(data)), min: uint64(min), max: uint64(max), count: count}
+			for i := range int(users % 40) {
+				if !shortcuts {
+					file.sorted = false
+				}
+				a, err := file.allocate()
+				if err != nil {
+					return fmt.Sprintf("%s\nfailed at user %d: %v", file.bytes(), i, err)
+				}
+				file.add(fmt.Sprintf("u%d", i), a)
+			}
+			return string(file.bytes())
+		}
+		if fast, full := grant(true), grant(false); fast != full {
+			t.Fatalf("with shortcuts:\n%s\nsorting and searching each time:\n%s", fast, full)
 		}
 	})
 }
