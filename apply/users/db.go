@@ -51,10 +51,30 @@ type record struct {
 	raw    string
 	fields []string
 	dirty  bool
+	// members, once a member was added, is the member list (field 3 of
+	// a group or gshadow entry) as a list and a set; fields[3] is then
+	// out of date until sync. Adding the n-th member of a group is
+	// otherwise O(n): split, search and join again.
+	members *memberList
+}
+
+type memberList struct {
+	names   []string
+	has     map[string]bool
+	changed bool // a member was added: fields[3] is out of date
+}
+
+// sync brings fields[3] up to date with members.
+func (r *record) sync() {
+	if r.members != nil && r.members.changed {
+		r.fields[3] = strings.Join(r.members.names, ",")
+		r.members.changed = false
+	}
 }
 
 func (r *record) String() string {
 	if r.dirty {
+		r.sync()
 		return strings.Join(r.fields, ":")
 	}
 	return r.raw
@@ -68,6 +88,12 @@ type table struct {
 	exists  bool
 	records []*record
 	changed bool
+	// byName is the first entry of each name, as find returns it: a
+	// lookup per user must not scan the file, or n users cost O(n²).
+	byName map[string]*record
+	// ids is the id field's values (passwd's uid, group's gid) once
+	// asked for, kept up to date as entries are added.
+	ids *idSet
 	// original is the content as read, for the "-" backup shadow-utils keeps.
 	original []byte
 	mode     fs.FileMode
@@ -78,7 +104,7 @@ type table struct {
 // fields; /etc/shadow lines of 8 fields (no reserved field) are accepted
 // as shadow-utils accepts them.
 func parseTable(path string, nfields int, data []byte) *table {
-	t := &table{path: path, nfields: nfields, original: data}
+	t := &table{path: path, nfields: nfields, original: data, byName: map[string]*record{}}
 	if len(data) == 0 {
 		return t
 	}
@@ -92,6 +118,9 @@ func parseTable(path string, nfields int, data []byte) *table {
 			}
 			if len(fields) == nfields && fields[0] != "" && validNumbers(path, fields) {
 				r.fields = fields
+				if _, seen := t.byName[fields[0]]; !seen {
+					t.byName[fields[0]] = r
+				}
 			}
 		}
 		t.records = append(t.records, r)
@@ -124,27 +153,56 @@ func (t *table) bytes() []byte {
 	return []byte(b.String())
 }
 
-func (t *table) find(name string) *record {
-	for _, r := range t.records {
-		if r.fields != nil && r.fields[0] == name {
-			return r
-		}
-	}
-	return nil
-}
+func (t *table) find(name string) *record { return t.byName[name] }
 
 func (t *table) add(fields []string) {
-	t.records = append(t.records, &record{fields: fields, dirty: true})
+	r := &record{fields: fields, dirty: true}
+	t.records = append(t.records, r)
+	if _, seen := t.byName[fields[0]]; !seen {
+		t.byName[fields[0]] = r
+	}
+	if t.ids != nil {
+		if n, err := strconv.Atoi(fields[idField]); err == nil {
+			t.ids.add(n)
+		}
+	}
 	t.changed = true
 }
 
 func (t *table) set(r *record, i int, value string) {
+	if i == 3 {
+		r.sync()
+		r.members = nil
+	}
 	if r.fields[i] == value {
 		return
 	}
 	r.fields[i] = value
 	r.dirty = true
 	t.changed = true
+	if i == idField {
+		t.ids = nil
+	}
+}
+
+// idField is the id field of passwd and group entries.
+const idField = 2
+
+// usedIDs is the set of ids in t's id field.
+func (t *table) usedIDs() *idSet {
+	if t.ids == nil {
+		used := map[int]bool{}
+		for _, r := range t.records {
+			if r.fields == nil {
+				continue
+			}
+			if n, err := strconv.Atoi(r.fields[idField]); err == nil {
+				used[n] = true
+			}
+		}
+		t.ids = newIDSet(used)
+	}
+	return t.ids
 }
 
 func (r *record) passwd() Passwd {
@@ -154,6 +212,7 @@ func (r *record) passwd() Passwd {
 }
 
 func (r *record) group() Group {
+	r.sync()
 	gid, _ := strconv.Atoi(r.fields[2])
 	return Group{Name: r.fields[0], Password: r.fields[1], GID: gid, Members: splitMembers(r.fields[3])}
 }
@@ -220,6 +279,9 @@ type DB struct {
 	// subIDs are /etc/subuid and /etc/subgid, where useradd grants new
 	// users their ranges.
 	subIDs *subIDs
+	// memberOf indexes the groups' member lists for GroupsOf; nil when
+	// the groups changed since it was built.
+	memberOf map[string][]string
 }
 
 // Open reads the four database files and the useradd policy of root. A
@@ -341,31 +403,52 @@ func (db *DB) Group(name string) (Group, bool) {
 	return Group{}, false
 }
 
+// groupGID is Group(name)'s GID, without the member list that Group
+// copies: the lookups made for each new user must not cost O(members).
+func (db *DB) groupGID(name string) (int, bool) {
+	r := db.group.find(name)
+	if r == nil {
+		return 0, false
+	}
+	gid, _ := strconv.Atoi(r.fields[2])
+	return gid, true
+}
+
 // GroupByID returns the first group with gid.
 func (db *DB) GroupByID(gid int) (Group, bool) {
 	for _, r := range db.group.records {
-		if r.fields != nil && r.group().GID == gid {
+		if r.fields == nil {
+			continue
+		}
+		if n, err := strconv.Atoi(r.fields[2]); err == nil && n == gid {
 			return r.group(), true
 		}
 	}
 	return Group{}, false
 }
 
-// GroupsOf lists the groups that name is a listed member of.
+// GroupsOf lists the groups that name is a listed member of, in the
+// file's order. The lists come from an index of every group's members,
+// built once for as long as the groups do not change: looking each user
+// up in every group's list costs O(users × members).
 func (db *DB) GroupsOf(name string) []string {
-	var out []string
-	for _, r := range db.group.records {
-		if r.fields == nil {
-			continue
-		}
-		for _, m := range splitMembers(r.fields[3]) {
-			if m == name {
-				out = append(out, r.fields[0])
-				break
+	if db.memberOf == nil {
+		db.memberOf = map[string][]string{}
+		for _, r := range db.group.records {
+			if r.fields == nil {
+				continue
+			}
+			r.sync()
+			seen := map[string]bool{}
+			for _, m := range splitMembers(r.fields[3]) {
+				if !seen[m] {
+					seen[m] = true
+					db.memberOf[m] = append(db.memberOf[m], r.fields[0])
+				}
 			}
 		}
 	}
-	return out
+	return append([]string(nil), db.memberOf[name]...)
 }
 
 // Lookup reads the target's /etc/passwd and returns name's entry; an
@@ -438,56 +521,108 @@ func optionalDays(n int) string {
 	return strconv.Itoa(n)
 }
 
-func (db *DB) usedIDs(t *table, field int) map[int]bool {
-	used := map[int]bool{}
-	for _, r := range t.records {
-		if r.fields == nil {
-			continue
-		}
-		if n, err := strconv.Atoi(r.fields[field]); err == nil {
-			used[n] = true
-		}
-	}
-	return used
-}
-
 // allocate picks a free id as shadow-utils' find_new_uid/gid do: regular
 // ids go one above the highest used in [lo, hi], system ids one below the
 // lowest used; when that falls outside the range, the first free id is
 // searched from the range's start (upward, or downward for system ids).
 func allocate(used map[int]bool, lo, hi int, system bool) (int, error) {
+	return newIDSet(used).allocate(lo, hi, system)
+}
+
+// idSet is a set of used ids that answers "the lowest and highest used id
+// in [lo, hi]" without a scan once asked: allocating n ids one after the
+// other must not cost O(n²).
+type idSet struct {
+	used map[int]bool
+	// extents caches the lowest and highest used id of each range asked
+	// about; a range with none has lo > hi.
+	extents map[[2]int][2]int
+	// full caches how far from its start (up for regular ids, down for
+	// system ones) a range is known to be used without a hole: ids are
+	// only ever added, so a search for the first free id resumes there.
+	full map[[3]int]int
+}
+
+func newIDSet(used map[int]bool) *idSet {
+	return &idSet{used: used, extents: map[[2]int][2]int{}, full: map[[3]int]int{}}
+}
+
+// firstFree is the first unused id of [lo, hi] searching from lo upward,
+// or from hi downward; ok is false when there is none.
+func (s *idSet) firstFree(lo, hi int, down bool) (int, bool) {
+	key := [3]int{lo, hi, 0}
+	step, id := 1, lo
+	if down {
+		key[2], step, id = 1, -1, hi
+	}
+	if at, ok := s.full[key]; ok {
+		id = at
+	}
+	for ; id >= lo && id <= hi; id += step {
+		if !s.used[id] {
+			s.full[key] = id
+			return id, true
+		}
+	}
+	s.full[key] = id
+	return 0, false
+}
+
+func (s *idSet) add(id int) {
+	s.used[id] = true
+	for rng, ext := range s.extents {
+		if id < rng[0] || id > rng[1] {
+			continue
+		}
+		if ext[0] > ext[1] {
+			ext = [2]int{id, id}
+		}
+		s.extents[rng] = [2]int{min(ext[0], id), max(ext[1], id)}
+	}
+}
+
+// extent is the lowest and highest used id in [lo, hi] (lo > hi: none).
+func (s *idSet) extent(lo, hi int) (int, int) {
+	rng := [2]int{lo, hi}
+	if ext, ok := s.extents[rng]; ok {
+		return ext[0], ext[1]
+	}
+	ext := [2]int{hi + 1, lo - 1}
+	for id := range s.used {
+		if id >= lo && id <= hi {
+			ext = [2]int{min(ext[0], id), max(ext[1], id)}
+		}
+	}
+	s.extents[rng] = ext
+	return ext[0], ext[1]
+}
+
+func (s *idSet) allocate(lo, hi int, system bool) (int, error) {
 	if lo > hi {
 		return 0, fmt.Errorf("id range %d-%d is empty", lo, hi)
 	}
+	low, high := s.extent(lo, hi)
 	if system {
 		candidate := hi
-		for id := range used {
-			if id >= lo && id <= hi && id-1 < candidate {
-				candidate = id - 1
-			}
+		if low <= high {
+			candidate = low - 1
 		}
-		if candidate >= lo && !used[candidate] {
+		if candidate >= lo && !s.used[candidate] {
 			return candidate, nil
 		}
-		for id := hi; id >= lo; id-- {
-			if !used[id] {
-				return id, nil
-			}
+		if id, ok := s.firstFree(lo, hi, true); ok {
+			return id, nil
 		}
 	} else {
 		candidate := lo
-		for id := range used {
-			if id >= lo && id <= hi && id+1 > candidate {
-				candidate = id + 1
-			}
+		if low <= high {
+			candidate = high + 1
 		}
-		if candidate <= hi && !used[candidate] {
+		if candidate <= hi && !s.used[candidate] {
 			return candidate, nil
 		}
-		for id := lo; id <= hi; id++ {
-			if !used[id] {
-				return id, nil
-			}
+		if id, ok := s.firstFree(lo, hi, false); ok {
+			return id, nil
 		}
 	}
 	return 0, fmt.Errorf("no free id in %d-%d", lo, hi)
@@ -503,10 +638,10 @@ func (db *DB) addGroup(name string, gid int, system bool, preferred int) (Group,
 	if err := validName("group", name); err != nil {
 		return Group{}, fmt.Errorf("add group: %w", err)
 	}
-	if _, exists := db.Group(name); exists {
+	if _, exists := db.groupGID(name); exists {
 		return Group{}, fmt.Errorf("add group %s: it exists already", name)
 	}
-	used := db.usedIDs(db.group, 2)
+	used := db.group.usedIDs()
 	if gid < 0 {
 		lo, hi := db.Policy.GIDMin, db.Policy.GIDMax
 		if system {
@@ -519,18 +654,19 @@ func (db *DB) addGroup(name string, gid int, system bool, preferred int) (Group,
 		if system {
 			preferredMin = 1
 		}
-		if preferred >= preferredMin && preferred <= hi && !used[preferred] {
+		if preferred >= preferredMin && preferred <= hi && !used.used[preferred] {
 			gid = preferred
 		} else {
 			var err error
-			if gid, err = allocate(used, lo, hi, system); err != nil {
+			if gid, err = used.allocate(lo, hi, system); err != nil {
 				return Group{}, fmt.Errorf("add group %s: %w", name, err)
 			}
 		}
-	} else if used[gid] {
+	} else if used.used[gid] {
 		return Group{}, fmt.Errorf("add group %s: gid %d is in use", name, gid)
 	}
 	db.group.add([]string{name, "x", strconv.Itoa(gid), ""})
+	db.memberOf = nil
 	if db.gshadow.exists {
 		db.gshadow.add([]string{name, "!", "", ""})
 	}
@@ -546,6 +682,9 @@ func (db *DB) AddGroupMember(group, user string) (bool, error) {
 		return false, fmt.Errorf("add %s to group %s: group %w", user, group, ErrNotFound)
 	}
 	changed := addMember(db.group, r, 3, user)
+	if changed {
+		db.memberOf = nil
+	}
 	if g := db.gshadow.find(group); g != nil && db.gshadow.exists {
 		if addMember(db.gshadow, g, 3, user) {
 			changed = true
@@ -555,13 +694,24 @@ func (db *DB) AddGroupMember(group, user string) (bool, error) {
 }
 
 func addMember(t *table, r *record, field int, user string) bool {
-	members := splitMembers(r.fields[field])
-	for _, m := range members {
-		if m == user {
-			return false
+	if r.members == nil {
+		names := splitMembers(r.fields[field])
+		has := make(map[string]bool, len(names))
+		for _, m := range names {
+			has[m] = true
 		}
+		r.members = &memberList{names: names, has: has}
 	}
-	t.set(r, field, strings.Join(append(members, user), ","))
+	if r.members.has[user] {
+		return false
+	}
+	// As before this kept a list and a set, the whole list was split
+	// and joined again: spaces and empty names around commas go.
+	r.members.names = append(r.members.names, user)
+	r.members.has[user] = true
+	r.members.changed = true
+	r.dirty = true
+	t.changed = true
 	return true
 }
 
@@ -622,12 +772,12 @@ func (db *DB) AddUser(u NewUser) (Passwd, error) {
 		}
 	}
 	for _, g := range u.Groups {
-		if _, ok := db.Group(g); !ok {
+		if _, ok := db.groupGID(g); !ok {
 			return fail(fmt.Errorf("supplementary group %s does not exist", g))
 		}
 	}
 
-	usedUIDs := db.usedIDs(db.passwd, 2)
+	usedUIDs := db.passwd.usedIDs()
 	uid := u.UID
 	if uid < 0 {
 		lo, hi := db.Policy.UIDMin, db.Policy.UIDMax
@@ -635,10 +785,10 @@ func (db *DB) AddUser(u NewUser) (Passwd, error) {
 			lo, hi = db.Policy.SysUIDMin, db.Policy.SysUIDMax
 		}
 		var err error
-		if uid, err = allocate(usedUIDs, lo, hi, u.System); err != nil {
+		if uid, err = usedUIDs.allocate(lo, hi, u.System); err != nil {
 			return fail(err)
 		}
-	} else if usedUIDs[uid] {
+	} else if usedUIDs.used[uid] {
 		return fail(fmt.Errorf("uid %d is in use", uid))
 	}
 	// Planned before anything changes: useradd creates no user it cannot
@@ -651,17 +801,19 @@ func (db *DB) AddUser(u NewUser) (Passwd, error) {
 	gid := db.Policy.DefaultGroup
 	switch {
 	case u.PrimaryGroup != "":
-		g, ok := db.Group(u.PrimaryGroup)
+		id, ok := db.groupGID(u.PrimaryGroup)
 		if !ok && isDigits(u.PrimaryGroup) {
 			n, _ := strconv.Atoi(u.PrimaryGroup)
+			var g Group
 			g, ok = db.GroupByID(n)
+			id = g.GID
 		}
 		if !ok {
 			return fail(fmt.Errorf("primary group %s does not exist", u.PrimaryGroup))
 		}
-		gid = g.GID
+		gid = id
 	case db.Policy.UserGroups && !u.NoUserGroup:
-		if _, exists := db.Group(u.Name); exists {
+		if _, exists := db.groupGID(u.Name); exists {
 			return fail(fmt.Errorf("a group named %s exists already (name it as primary_group to use it)", u.Name))
 		}
 		g, err := db.addGroup(u.Name, -1, u.System, uid)

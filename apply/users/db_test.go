@@ -1,6 +1,8 @@
 package users
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -338,4 +340,80 @@ func FuzzParseTable(f *testing.F) {
 		ParseShadow([]byte(data))
 		ParseGroup([]byte(data))
 	})
+}
+
+// referenceAllocate is allocate as it was, scanning every used id for each
+// allocation: idSet must pick the same ids as ids are added one by one.
+func referenceAllocate(used map[int]bool, lo, hi int, system bool) (int, error) {
+	if lo > hi {
+		return 0, fmt.Errorf("id range %d-%d is empty", lo, hi)
+	}
+	if system {
+		candidate := hi
+		for id := range used {
+			if id >= lo && id <= hi && id-1 < candidate {
+				candidate = id - 1
+			}
+		}
+		if candidate >= lo && !used[candidate] {
+			return candidate, nil
+		}
+		for id := hi; id >= lo; id-- {
+			if !used[id] {
+				return id, nil
+			}
+		}
+	} else {
+		candidate := lo
+		for id := range used {
+			if id >= lo && id <= hi && id+1 > candidate {
+				candidate = id + 1
+			}
+		}
+		if candidate <= hi && !used[candidate] {
+			return candidate, nil
+		}
+		for id := lo; id <= hi; id++ {
+			if !used[id] {
+				return id, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no free id in %d-%d", lo, hi)
+}
+
+func TestIDSetAgreesWithAllocatingAfresh(t *testing.T) {
+	ranges := [][3]int{{10, 40, 0}, {10, 40, 1}, {1, 9, 1}, {30, 60, 0}}
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		used := map[int]bool{}
+		for range rng.IntN(40) {
+			used[rng.IntN(70)] = true
+		}
+		ref := map[int]bool{}
+		for id := range used {
+			ref[id] = true
+		}
+		set := newIDSet(used)
+		for step := range 60 {
+			r := ranges[rng.IntN(len(ranges))]
+			var got, want int
+			var gotErr, wantErr error
+			if rng.IntN(4) == 0 {
+				// An id given explicitly, as uid: does.
+				got = rng.IntN(70)
+				want = got
+			} else {
+				got, gotErr = set.allocate(r[0], r[1], r[2] == 1)
+				want, wantErr = referenceAllocate(ref, r[0], r[1], r[2] == 1)
+			}
+			if got != want || (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("seed %d step %d: allocate%v = %d, %v; afresh: %d, %v", seed, step, r, got, gotErr, want, wantErr)
+			}
+			if gotErr == nil {
+				set.add(got)
+				ref[got] = true
+			}
+		}
+	}
 }

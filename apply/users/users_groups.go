@@ -140,7 +140,7 @@ func runUsersGroups(ctx context.Context, env *apply.Env) error {
 // then add the members that exist.
 func createGroup(env *apply.Env, db *DB, g groupEntry) []error {
 	var errs []error
-	if _, exists := db.Group(g.Name); exists {
+	if _, exists := db.groupGID(g.Name); exists {
 		logger(env).Info("group exists already, not creating it", "group", g.Name)
 	} else if _, err := db.AddGroup(g.Name, -1, false); err != nil {
 		return []error{fmt.Errorf("groups: %w", err)}
@@ -332,7 +332,7 @@ func applyAccount(env *apply.Env, db *DB, p *userPlan) (bool, error) {
 				if g == "" {
 					continue
 				}
-				if _, ok := db.Group(g); ok {
+				if _, ok := db.groupGID(g); ok {
 					continue
 				}
 				if isDigits(g) && g == p.primaryGroup {
@@ -411,8 +411,8 @@ func applyFiles(env *apply.Env, db *DB, p *userPlan, isNew bool) error {
 	}
 	owner := keyOwner{user: pw, groups: map[int]bool{pw.GID: true}}
 	for _, g := range db.GroupsOf(name) {
-		if gr, ok := db.Group(g); ok {
-			owner.groups[gr.GID] = true
+		if gid, ok := db.groupGID(g); ok {
+			owner.groups[gid] = true
 		}
 	}
 	if p.hasKeys {
