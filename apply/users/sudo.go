@@ -54,7 +54,7 @@ func EnsureSudoIncludeDir(root *target.Root, dir string) error {
 	if !found {
 		if !exists {
 			content := "# See sudoers(5) for more information on \"#include\" directives:\n\n" + header("Added") + "\n#includedir " + dir + "\n"
-			err = root.WriteFile(SudoersFile, []byte(content), 0o440, ownedBy(0, 0))
+			err = root.WriteFile(SudoersFile, []byte(content), 0o440, target.Owner{UID: 0, GID: 0})
 		} else {
 			err = root.AppendFile(SudoersFile, []byte("\n"+header("Added")+"\n#includedir "+dir+"\n"), 0o440, target.KeepOwner)
 		}
@@ -62,7 +62,7 @@ func EnsureSudoIncludeDir(root *target.Root, dir string) error {
 			return fmt.Errorf("include %s in sudoers: %w", dir, err)
 		}
 	}
-	if err := root.MkdirAll(dir, 0o750, ownedBy(0, 0)); err != nil {
+	if err := root.MkdirAll(dir, 0o750, target.Owner{UID: 0, GID: 0}); err != nil {
 		return fmt.Errorf("include %s in sudoers: %w", dir, err)
 	}
 	if err := root.Chmod(dir, 0o750); err != nil {
@@ -107,52 +107,148 @@ func SudoRules(value any) ([]string, error) {
 // cloud-init appends again on every new instance, a user's block that is
 // there already is replaced in place, so re-running never duplicates it.
 func WriteSudoRules(root *target.Root, user string, rules []string, file string) error {
+	if err := writeSudoRules(root, []SudoBlock{{User: user, Rules: rules}}, file); err != nil {
+		return fmt.Errorf("write sudo rules for %s: %w", user, err)
+	}
+	return nil
+}
+
+// SudoBlock is one user's sudo rules.
+type SudoBlock struct {
+	User  string
+	Rules []string
+}
+
+// writeSudoRules gives each user its block as WriteSudoRules would, one
+// user after the other, but reads and writes file once: written per user,
+// the file is rewritten whole for each, O(users²) in bytes and a flushed
+// file per user.
+func writeSudoRules(root *target.Root, blocks []SudoBlock, file string) error {
+	if len(blocks) == 0 {
+		return nil
+	}
 	if file == "" {
 		file = CloudSudoersFile
 	}
 	if err := EnsureSudoIncludeDir(root, path.Dir(file)); err != nil {
-		return fmt.Errorf("write sudo rules for %s: %w", user, err)
-	}
-	block := []string{userRulesPrefix + user}
-	for _, r := range rules {
-		block = append(block, user+" "+r)
+		return err
 	}
 	data, err := root.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		content := header("Created") + "\n\n" + strings.Join(block, "\n") + "\n"
-		if err := root.WriteFile(file, []byte(content), 0o440, ownedBy(0, 0)); err != nil {
-			return fmt.Errorf("write sudo rules for %s: %w", user, err)
-		}
-		return nil
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
+	content := []byte(sudoersWith(data, exists, blocks))
+	if !exists {
+		return root.WriteFile(file, content, 0o440, ownedBy(0, 0))
+	}
+	fi, err := root.Stat(file)
 	if err != nil {
-		return fmt.Errorf("write sudo rules for %s: %w", user, err)
+		return err
 	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	start := -1
-	for i, l := range lines {
-		if l == block[0] {
-			start = i
-			break
-		}
-	}
-	var updated []string
-	if start < 0 {
-		updated = append(append(lines, ""), block...)
+	_, err = root.WriteFileIfChanged(file, content, fi.Mode().Perm(), statOwner(fi))
+	return err
+}
+
+// sudoersWith is the content of a sudoers file that had data (or did not
+// exist) once each block is put in it, in order.
+func sudoersWith(data []byte, exists bool, blocks []SudoBlock) string {
+	var doc *sudoDoc
+	if exists {
+		doc = parseSudoDoc(strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"))
 	} else {
-		end := start + 1
+		doc = parseSudoDoc([]string{header("Created")})
+	}
+	for _, b := range blocks {
+		lines := []string{userRulesPrefix + b.User}
+		for _, r := range b.Rules {
+			lines = append(lines, b.User+" "+r)
+		}
+		doc.put(lines)
+	}
+	return doc.String()
+}
+
+// sudoDoc is a sudoers file as write_sudo_rules edits it: runs of plain
+// lines, and user blocks (a "# User rules for" line and the lines after
+// it up to a blank line or the next such line), each user's first block
+// found by name in O(1).
+type sudoDoc struct {
+	chunks [][]string
+	blocks map[string]int // header line -> index in chunks of its first block
+}
+
+func parseSudoDoc(lines []string) *sudoDoc {
+	d := &sudoDoc{blocks: map[string]int{}}
+	var plain []string
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i], userRulesPrefix) {
+			plain = append(plain, lines[i])
+			i++
+			continue
+		}
+		if plain != nil {
+			d.chunks, plain = append(d.chunks, plain), nil
+		}
+		end := i + 1
 		for end < len(lines) && lines[end] != "" && !strings.HasPrefix(lines[end], userRulesPrefix) {
 			end++
 		}
-		updated = append(append(append([]string{}, lines[:start]...), block...), lines[end:]...)
+		d.addBlock(lines[i:end])
+		i = end
 	}
-	content := strings.Join(updated, "\n") + "\n"
-	fi, err := root.Stat(file)
-	if err != nil {
-		return fmt.Errorf("write sudo rules for %s: %w", user, err)
+	if plain != nil {
+		d.chunks = append(d.chunks, plain)
 	}
-	if _, err := root.WriteFileIfChanged(file, []byte(content), fi.Mode().Perm(), statOwner(fi)); err != nil {
-		return fmt.Errorf("write sudo rules for %s: %w", user, err)
+	return d
+}
+
+func (d *sudoDoc) addBlock(block []string) {
+	if _, seen := d.blocks[block[0]]; !seen {
+		d.blocks[block[0]] = len(d.chunks)
 	}
-	return nil
+	d.chunks = append(d.chunks, block)
+}
+
+// put replaces the first block with block's header, or appends a blank
+// line and block, as WriteSudoRules edits the file. The lines of block
+// are parsed again, as the next edit of the file would read them: a user
+// whose name starts with "#" can make a rule line that reads as a header.
+func (d *sudoDoc) put(block []string) {
+	parsed := parseSudoDoc(block)
+	i, ok := d.blocks[block[0]]
+	if !ok {
+		d.chunks = append(d.chunks, []string{""})
+		for _, c := range parsed.chunks {
+			d.addBlock(c)
+		}
+		return
+	}
+	if len(parsed.chunks) == 1 {
+		d.chunks[i] = block
+		return
+	}
+	// The rare case: the block is several blocks. Splice them in and
+	// index them again from scratch.
+	rest := append([][]string{}, d.chunks[i+1:]...)
+	d.chunks = append(append(d.chunks[:i], parsed.chunks...), rest...)
+	d.blocks = map[string]int{}
+	for j, c := range d.chunks {
+		if strings.HasPrefix(c[0], userRulesPrefix) {
+			if _, seen := d.blocks[c[0]]; !seen {
+				d.blocks[c[0]] = j
+			}
+		}
+	}
+}
+
+func (d *sudoDoc) String() string {
+	var b strings.Builder
+	for _, c := range d.chunks {
+		for _, l := range c {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }

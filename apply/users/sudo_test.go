@@ -2,6 +2,7 @@ package users
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,5 +167,78 @@ for user, rules in json.loads(sys.argv[2]):
 	}
 	if fi.Mode().Perm() != 0o440 {
 		t.Errorf("cloud-init's mode is %v; the test assumes 0440", fi.Mode().Perm())
+	}
+}
+
+// referenceSudoers is WriteSudoRules' edit as it was, one user at a time
+// on the whole text: the batch must give the same file.
+func referenceSudoers(data []byte, exists bool, user string, rules []string) ([]byte, bool) {
+	block := []string{userRulesPrefix + user}
+	for _, r := range rules {
+		block = append(block, user+" "+r)
+	}
+	if !exists {
+		return []byte(header("Created") + "\n\n" + strings.Join(block, "\n") + "\n"), true
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	start := -1
+	for i, l := range lines {
+		if l == block[0] {
+			start = i
+			break
+		}
+	}
+	var updated []string
+	if start < 0 {
+		updated = append(append(lines, ""), block...)
+	} else {
+		end := start + 1
+		for end < len(lines) && lines[end] != "" && !strings.HasPrefix(lines[end], userRulesPrefix) {
+			end++
+		}
+		updated = append(append(append([]string{}, lines[:start]...), block...), lines[end:]...)
+	}
+	return []byte(strings.Join(updated, "\n") + "\n"), true
+}
+
+// The rules of many users, put in one pass, make the file that putting
+// them one user at a time made, whatever the file held before: blocks of
+// users given twice, foreign lines, and users whose names turn a rule
+// into a header.
+func TestSudoRulesBatchMatchesOneByOne(t *testing.T) {
+	pinClock(t)
+	users := []string{"alice", "bob", "carol", "#", "#x", "bo"}
+	rules := []string{"ALL=(ALL) ALL", "User rules for bob", "User rules for alice", "ALL=(root) NOPASSWD:/bin/true"}
+	starts := []struct {
+		name   string
+		data   string
+		exists bool
+	}{
+		{"no file", "", false},
+		{"empty file", "", true},
+		{"foreign lines", "Defaults env_reset\n\n# User rules for bob\nbob old rule\n# User rules for alice\nalice x\n\nroot ALL=(ALL) ALL\n", true},
+		{"no final newline", "# User rules for carol\ncarol y", true},
+	}
+	for _, start := range starts {
+		t.Run(start.name, func(t *testing.T) {
+			for seed := range uint64(200) {
+				rng := rand.New(rand.NewPCG(seed, 3))
+				var blocks []SudoBlock
+				for range 1 + rng.IntN(8) {
+					b := SudoBlock{User: users[rng.IntN(len(users))]}
+					for range rng.IntN(3) {
+						b.Rules = append(b.Rules, rules[rng.IntN(len(rules))])
+					}
+					blocks = append(blocks, b)
+				}
+				want, exists := []byte(start.data), start.exists
+				for _, b := range blocks {
+					want, exists = referenceSudoers(want, exists, b.User, b.Rules)
+				}
+				if got := sudoersWith([]byte(start.data), start.exists, blocks); got != string(want) {
+					t.Fatalf("seed %d, blocks %q:\none by one:\n%s\nin one pass:\n%s", seed, blocks, want, got)
+				}
+			}
+		})
 	}
 }

@@ -128,12 +128,33 @@ func runUsersGroups(ctx context.Context, env *apply.Env) error {
 		return errors.Join(append(errs, err)...)
 	}
 
+	var sudo []SudoBlock
 	for _, p := range ready {
 		if err := applyFiles(env, db, p, created[p.entry.Name]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.entry.label(), err))
 		}
+		if p.hasSudo {
+			sudo = append(sudo, SudoBlock{User: p.entry.Name, Rules: p.sudo})
+		}
+	}
+	// One write for every user's rules: the file rewritten per user would
+	// cost O(users²).
+	if err := writeSudoRules(env.Root, sudo, ""); err != nil {
+		names := make([]string, len(sudo))
+		for i, b := range sudo {
+			names[i] = b.User
+		}
+		errs = append(errs, fmt.Errorf("write sudo rules for %s: %w", abbrevList(names, 5), err))
 	}
 	return errors.Join(errs...)
+}
+
+// abbrevList joins the first n names, saying how many more there are.
+func abbrevList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // createGroup is distro.create_group: create the group unless it exists,
@@ -391,7 +412,8 @@ func setPlainPassword(env *apply.Env, db *DB, name, password string) error {
 }
 
 // applyFiles does what needs the account to be saved: the home directory
-// of a new user, sudo rules and authorized keys.
+// of a new user and authorized keys. Sudo rules are the caller's, for all
+// users at once.
 func applyFiles(env *apply.Env, db *DB, p *userPlan, isNew bool) error {
 	name := p.entry.Name
 	pw, ok := db.User(name)
@@ -401,11 +423,6 @@ func applyFiles(env *apply.Env, db *DB, p *userPlan, isNew bool) error {
 	var errs []error
 	if isNew && !p.noCreateHome && !p.system {
 		if _, err := CreateHome(env.Root, pw, db.Policy); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if p.hasSudo {
-		if err := WriteSudoRules(env.Root, name, p.sudo, ""); err != nil {
 			errs = append(errs, err)
 		}
 	}
