@@ -68,9 +68,30 @@ type userPlan struct {
 	cloudKeys    []string
 }
 
+// Limits on what one config may ask of users_groups. cloud-init has
+// none; a config past them is an attack or a mistake. Each user costs a
+// home, its skeleton files and its keys, several flushed files (4 to 8 ms
+// here, more on an appliance's flash); the account files are written once
+// whatever the number.
+const (
+	// maxUsers bounds the users one config creates or updates.
+	maxUsers = 1000
+	// maxGroups bounds the distinct groups one config names: in
+	// groups, and in users' groups and primary_group, which may create
+	// them.
+	maxGroups = 1000
+)
+
+// limits are the limits in force; tests lower them.
+var limits = struct{ users, groups int }{maxUsers, maxGroups}
+
 func runUsersGroups(ctx context.Context, env *apply.Env) error {
 	warn := func(format string, args ...any) { env.Warn(format, args...) }
 	users, groups, errs := normalizeUsersGroups(env.Config, warn)
+	if len(users) > limits.users {
+		return fmt.Errorf("users: %d users, more than the %d one config may have (%s is the first past the limit): no user or group created",
+			len(users), limits.users, users[limits.users].label())
+	}
 	defaultName := ""
 	for _, u := range users {
 		if u.Default {
@@ -89,6 +110,10 @@ func runUsersGroups(ctx context.Context, env *apply.Env) error {
 			continue
 		}
 		plans = append(plans, p)
+	}
+	if n, first := countGroups(groups, plans); n > limits.groups {
+		return fmt.Errorf("groups: the config names %d groups, more than the %d it may (%s is the first past the limit): no user or group created",
+			n, limits.groups, first)
 	}
 	if len(groups) == 0 && len(plans) == 0 {
 		if len(errs) > 0 {
@@ -155,6 +180,32 @@ func abbrevList(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// countGroups counts the distinct groups that groups and the users' plans
+// name, and names the one that passes the limit.
+func countGroups(groups []groupEntry, plans []*userPlan) (int, string) {
+	seen := map[string]bool{}
+	first := ""
+	note := func(name string) {
+		if name == "" || seen[name] {
+			return
+		}
+		seen[name] = true
+		if len(seen) == limits.groups+1 {
+			first = name
+		}
+	}
+	for _, g := range groups {
+		note(g.Name)
+	}
+	for _, p := range plans {
+		for _, g := range p.groups {
+			note(g)
+		}
+		note(p.primaryGroup)
+	}
+	return len(seen), first
 }
 
 // createGroup is distro.create_group: create the group unless it exists,
