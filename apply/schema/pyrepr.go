@@ -14,7 +14,21 @@ import (
 // 'boolean'"). Mappings list their keys in the document's order, as a
 // Python dict built by PyYAML does.
 type reprer struct {
-	positions map[string]yaml11.Position
+	data      []byte
+	positions map[string]yaml11.Position // nil until place asks
+}
+
+// place returns the document's key positions, read on first use: a valid
+// file needs none, and reading them parses the document again.
+func (r *reprer) place() map[string]yaml11.Position {
+	if r.positions == nil {
+		p, err := yaml11.Positions(r.data)
+		if err != nil || p == nil {
+			p = map[string]yaml11.Position{}
+		}
+		r.positions = p
+	}
+	return r.positions
 }
 
 func (r *reprer) repr(v any, path string) string {
@@ -47,7 +61,7 @@ func (r *reprer) orderedKeys(m map[string]any, path string) []string {
 		keys = append(keys, k)
 	}
 	pos := func(k string) (yaml11.Position, bool) {
-		p, ok := r.positions[pyfmt.JoinPath(path, k)]
+		p, ok := r.place()[pyfmt.JoinPath(path, k)]
 		return p, ok
 	}
 	sort.Slice(keys, func(i, j int) bool {

@@ -120,18 +120,15 @@ func validate(data []byte, name string, requireHeader bool) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("validate %s: %w", name, err)
 	}
-	positions, err := yaml11.Positions(data)
-	if err != nil {
-		positions = map[string]yaml11.Position{}
-	}
 	markTimestamps(data, cfg)
-	v := &validator{root: root, r: &reprer{positions: positions}}
+	r := &reprer{data: data}
+	v := &validator{root: root, r: r}
 	found := v.validate(cfg, root, nil, 0)
 	// cloud-init sorts the errors by path; the sort is stable.
 	sort.SliceStable(found, func(i, j int) bool { return pathLess(found[i].path, found[j].path) })
 	for _, p := range found {
 		dotted := p.dotted()
-		out := Problem{Path: dotted, Line: lineOf(positions, dotted), Message: p.msg}
+		out := Problem{Path: dotted, Line: lineOf(r.place(), dotted), Message: p.msg}
 		if p.deprecated {
 			rep.Deprecations = append(rep.Deprecations, out)
 		} else {
@@ -289,7 +286,7 @@ func ValidateSystem(root *target.Root) ([]*Report, error) {
 	var reports []*Report
 	var errs []error
 	check := func(name string, requireHeader bool, optional bool) {
-		data, err := root.ReadFile(name)
+		data, err := readTargetConfig(root, name)
 		if err != nil {
 			if optional && isNotExist(err) {
 				return

@@ -23,6 +23,9 @@ var timestampRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)$`)
 })
 
+// timestampHint is in the text of every timestamp.
+var timestampHint = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9]{4}-[0-9]`) })
+
 var dateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})$`) })
 
 // repr is Python's repr of the date; a datetime is shown by its text.
@@ -39,6 +42,11 @@ func (t timestamp) repr() string {
 // markTimestamps replaces, in the loaded config, each plain scalar that
 // YAML 1.1 resolves as a timestamp by a timestamp value.
 func markTimestamps(data []byte, cfg map[string]any) {
+	// Parsing the document again costs as much as loading it: skip it
+	// when no text in it can be a timestamp.
+	if !timestampHint().Match(data) {
+		return
+	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
 		return

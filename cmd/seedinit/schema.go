@@ -28,11 +28,7 @@ func runSchema(args []string, stdout, stderr io.Writer) int {
 	var reports []*schema.Report
 	switch {
 	case file != "" && !*system:
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return fail(stderr, "schema: %v", err)
-		}
-		rep, err := schema.Validate(data, file)
+		rep, err := schema.ValidateFile(file)
 		if err != nil {
 			return fail(stderr, "schema: %v", err)
 		}
