@@ -1,14 +1,13 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/seedinit/seedinit/apply/query"
 	"github.com/seedinit/seedinit/apply/target"
 )
 
@@ -32,86 +31,41 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "query: %v", err)
 	}
 	defer root.Close()
-	data, err := readInstanceData(root)
+	data, err := query.Read(root)
 	if err != nil {
 		return fail(stderr, "query: %v", err)
 	}
-	var v any = data
-	if len(pos) == 1 {
-		v, err = lookupKey(data, pos[0])
+	if *listKeys {
+		var keys []string
+		if len(pos) == 1 {
+			keys, err = data.Keys(pos[0])
+		} else {
+			keys, err = data.TopKeys()
+		}
+		if errors.Is(err, query.ErrNotMapping) {
+			return fail(stderr, "query: --list-keys: %s is not a mapping", pos[0])
+		}
 		if err != nil {
 			return fail(stderr, "query: %v", err)
 		}
-	}
-	if *listKeys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fail(stderr, "query: --list-keys: %s is not a mapping", pos[0])
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		fmt.Fprintln(stdout, strings.Join(keys, "\n"))
 		return exitOK
+	}
+	var v any
+	if len(pos) == 1 {
+		v, err = data.Value(pos[0])
+	} else {
+		v, err = data.All()
+	}
+	if err != nil {
+		return fail(stderr, "query: %v", err)
 	}
 	if s, ok := v.(string); ok {
 		fmt.Fprintln(stdout, s)
 		return exitOK
 	}
-	b, _ := json.MarshalIndent(v, "", " ")
-	fmt.Fprintln(stdout, string(b))
+	if err := query.WriteJSON(stdout, v); err != nil {
+		return fail(stderr, "query: %v", err)
+	}
 	return exitOK
-}
-
-// readInstanceData prefers the sensitive copy (merged_cfg included) where
-// it is readable, as cloud-init query does for root; the v1 keys are also
-// offered at the top level.
-func readInstanceData(root *target.Root) (map[string]any, error) {
-	name := "/run/cloud-init/instance-data-sensitive.json"
-	b, err := root.ReadFile(name)
-	if err != nil {
-		name = "/run/cloud-init/instance-data.json"
-		b, err = root.ReadFile(name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("no instance data in %s (has seedinit run?): %w", root.Dir(), err)
-	}
-	var data map[string]any
-	if err := json.Unmarshal(b, &data); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", name, err)
-	}
-	if v1, ok := data["v1"].(map[string]any); ok {
-		for k, v := range v1 {
-			if _, taken := data[k]; !taken {
-				data[k] = v
-			}
-		}
-	}
-	return data, nil
-}
-
-// lookupKey follows a dotted path; list items are addressed by index.
-func lookupKey(data map[string]any, key string) (any, error) {
-	var cur any = data
-	for i, part := range strings.Split(key, ".") {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[part]
-			if !ok {
-				return nil, fmt.Errorf("key %q: no %q at %q", key, part, strings.Join(strings.Split(key, ".")[:i], "."))
-			}
-			cur = v
-		case []any:
-			n, err := strconv.Atoi(part)
-			if err != nil || n < 0 || n >= len(c) {
-				return nil, fmt.Errorf("key %q: %q is not an index of a %d-item list", key, part, len(c))
-			}
-			cur = c[n]
-		default:
-			return nil, fmt.Errorf("key %q: %q is below a scalar", key, part)
-		}
-	}
-	return cur, nil
 }
