@@ -269,3 +269,63 @@ func TestAppendFileFrom(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResolve resolves names in a tree with symlinks (relative, absolute,
+// climbing out, looping) and checks the answer against the plain
+// definition, and the name limits against Linux's.
+func FuzzResolve(f *testing.F) {
+	dir := f.TempDir()
+	for _, d := range []string{"etc/ssh", "usr/share", "var/lib/cloud"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for link, dest := range map[string]string{
+		"etc/abs":        "/usr/share",
+		"etc/up":         "../../../../var",
+		"etc/loop":       "loop2",
+		"etc/loop2":      "loop",
+		"var/lib/self":   ".",
+		"var/lib/parent": "..",
+		"usr/long":       strings.Repeat("x/", 1000),
+	} {
+		if err := os.Symlink(dest, filepath.Join(dir, link)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	r, err := Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { r.Close() })
+	for _, s := range []string{"/etc/abs/x", "etc/up/lib/cloud", "/etc/loop", "/var/lib/self/self/parent/lib", "../../etc", "/usr/long/long", "/" + strings.Repeat("a/", 2047)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		got, err := r.Resolve(name)
+		if limitErr := checkPathLimits(name); limitErr != nil {
+			if !errors.Is(err, ErrNameTooLong) {
+				t.Fatalf("Resolve(%q) = %q, %v; the name is over Linux's limits", name, got, err)
+			}
+			return
+		}
+		if strings.IndexByte(name, 0) >= 0 {
+			if err == nil {
+				t.Fatalf("Resolve(%q) = %q: a name with a NUL byte must fail", name, got)
+			}
+			return
+		}
+		if errors.Is(err, ErrNameTooLong) {
+			// Symlinks made it too long on the way; the definition
+			// has no such limit.
+			return
+		}
+		want, wantErr := referenceResolve(dir, name)
+		if (err != nil) != (wantErr != nil) || got != want {
+			t.Fatalf("Resolve(%q) = %q, %v; the definition gives %q, %v", name, got, err, want, wantErr)
+		}
+		if err == nil && (strings.HasPrefix(got, "/") || got == ".." || strings.HasPrefix(got, "../")) {
+			t.Fatalf("Resolve(%q) = %q leaves the target", name, got)
+		}
+	})
+}

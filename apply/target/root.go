@@ -233,6 +233,9 @@ func (r *Root) resolve(name string, followLast bool) (string, error) {
 	if err := checkPathLimits(name); err != nil {
 		return "", fmt.Errorf("resolve %s in %s: %w", abbrev(name), r.dir, err)
 	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return "", fmt.Errorf("resolve %q in %s: a path cannot hold a NUL byte: %w", abbrev(name), r.dir, unix.EINVAL)
+	}
 	// The walk holds a directory handle per resolved component, so each
 	// step costs one fstatat (and an openat for a directory) instead of
 	// an os.Root lookup that walks the whole prefix again: a module
