@@ -54,7 +54,7 @@ func EnsureSudoIncludeDir(root *target.Root, dir string) error {
 	if !found {
 		if !exists {
 			content := "# See sudoers(5) for more information on \"#include\" directives:\n\n" + header("Added") + "\n#includedir " + dir + "\n"
-			err = root.WriteFile(SudoersFile, []byte(content), 0o440, target.Owner{UID: 0, GID: 0})
+			err = root.WriteFile(SudoersFile, []byte(content), 0o440, ownedBy(0, 0))
 		} else {
 			err = root.AppendFile(SudoersFile, []byte("\n"+header("Added")+"\n#includedir "+dir+"\n"), 0o440, target.KeepOwner)
 		}
@@ -62,7 +62,7 @@ func EnsureSudoIncludeDir(root *target.Root, dir string) error {
 			return fmt.Errorf("include %s in sudoers: %w", dir, err)
 		}
 	}
-	if err := root.MkdirAll(dir, 0o750, target.Owner{UID: 0, GID: 0}); err != nil {
+	if err := root.MkdirAll(dir, 0o750, ownedBy(0, 0)); err != nil {
 		return fmt.Errorf("include %s in sudoers: %w", dir, err)
 	}
 	if err := root.Chmod(dir, 0o750); err != nil {
