@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,8 +101,9 @@ func (u *networkdUnit) addRoute(id string, r model.Route) {
 // networkd backend does (networkdNetdevs).
 func Networkd(n *model.Network) (Files, error) {
 	units := map[string]*networkdUnit{}
+	devices := v2EthernetsByName(n)
 	for _, iface := range n.Interfaces {
-		units[iface.Name] = networkdUnitFor(n, iface)
+		units[iface.Name] = networkdUnitFor(n, iface, devices)
 	}
 	files := networkdNetdevs(n, units)
 	for name, u := range units {
@@ -109,7 +112,7 @@ func Networkd(n *model.Network) (Files, error) {
 	return files, nil
 }
 
-func networkdUnitFor(n *model.Network, iface *model.Interface) *networkdUnit {
+func networkdUnitFor(n *model.Network, iface *model.Interface, devices map[string]map[string]any) *networkdUnit {
 	u := newNetworkdUnit()
 	u.set("Match", "Name", iface.Name)
 	if iface.Driver != "" {
@@ -190,32 +193,52 @@ func networkdUnitFor(n *model.Network, iface *model.Interface) *networkdUnit {
 	}
 
 	if n.Version == 2 {
-		networkdDHCPOverrides(n, iface, dhcp, u)
+		networkdDHCPOverrides(devices[iface.Name], dhcp, u)
 	}
 	return u
 }
 
-// networkdDHCPOverrides reads v2 dhcp4-overrides/dhcp6-overrides (and
-// VMware's dhcp4domain/dhcp6domain) from the ethernet the interface came
-// from.
-func networkdDHCPOverrides(n *model.Network, iface *model.Interface, dhcp string, u *networkdUnit) {
+// v2EthernetsByName maps each interface name a v2 config's ethernets give
+// to the ethernet's settings: the ethernet whose set-name it is (the
+// first in name order when several claim it), else the ethernet of that
+// name. One pass over the ethernets, where a search per interface made
+// rendering thousands of them quadratic.
+func v2EthernetsByName(n *model.Network) map[string]map[string]any {
 	ethernets, _ := n.V2["ethernets"].(map[string]any)
-	name := iface.Name
-	keys := make([]string, 0, len(ethernets))
-	for k := range ethernets {
-		keys = append(keys, k)
+	if len(ethernets) == 0 {
+		return nil
 	}
-	sort.Strings(keys)
-	for _, devName := range keys {
-		if cfg, ok := ethernets[devName].(map[string]any); ok {
-			if setName, ok := cfg["set-name"]; ok && pyfmt.Str(setName) == name {
-				name = devName
-				break
-			}
+	out := make(map[string]map[string]any, len(ethernets))
+	renamed := map[string]bool{}
+	for _, devName := range slices.Sorted(maps.Keys(ethernets)) {
+		cfg, ok := ethernets[devName].(map[string]any)
+		if !ok {
+			continue
+		}
+		setName, ok := cfg["set-name"]
+		if !ok {
+			continue
+		}
+		name := pyfmt.Str(setName)
+		if !renamed[name] {
+			renamed[name] = true
+			out[name] = cfg
 		}
 	}
-	device, ok := ethernets[name].(map[string]any)
-	if !ok {
+	for devName, raw := range ethernets {
+		cfg, ok := raw.(map[string]any)
+		if ok && !renamed[devName] {
+			out[devName] = cfg
+		}
+	}
+	return out
+}
+
+// networkdDHCPOverrides reads v2 dhcp4-overrides/dhcp6-overrides (and
+// VMware's dhcp4domain/dhcp6domain) from the ethernet the interface came
+// from (device, nil when none).
+func networkdDHCPOverrides(device map[string]any, dhcp string, u *networkdUnit) {
+	if device == nil {
 		return
 	}
 	for _, item := range []string{"dhcp4domain", "dhcp6domain"} {
