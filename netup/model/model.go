@@ -188,6 +188,34 @@ func (n *Network) BondMembers(bond string) []string {
 	return names
 }
 
+// AllBondMembers is BondMembers of every bond at once, keyed by bond
+// name: one pass over the interfaces, for renderers that visit every
+// bond, where a pass per bond grows with the square of the interfaces.
+func (n *Network) AllBondMembers() map[string][]string {
+	out := map[string][]string{}
+	for _, iface := range n.Interfaces {
+		if iface.BondMaster != "" {
+			out[iface.BondMaster] = append(out[iface.BondMaster], iface.Name)
+		}
+	}
+	for _, names := range out {
+		sort.Strings(names)
+	}
+	return out
+}
+
+// ByName indexes the interfaces by name; where two share a name (which
+// no parser produces), the first wins, as with Find.
+func (n *Network) ByName() map[string]*Interface {
+	out := make(map[string]*Interface, len(n.Interfaces))
+	for _, iface := range n.Interfaces {
+		if _, dup := out[iface.Name]; !dup {
+			out[iface.Name] = iface
+		}
+	}
+	return out
+}
+
 // IsIPv6 reports whether the subnet configures IPv6, as cloud-init's
 // subnet_is_ipv6 decides it.
 func (s Subnet) IsIPv6() bool {

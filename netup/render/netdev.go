@@ -61,13 +61,15 @@ func isDigits(s string) bool {
 func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
 	v2 := netplanV2(n)
 	files := Files{}
+	byName := n.ByName()
+	members := n.AllBondMembers()
 	netdev := func(name, kind string, dev map[string]any, section string, lines []string) {
 		var b strings.Builder
 		b.WriteString("[NetDev]\nName=" + name + "\n")
 		if mac, ok := dev["macaddress"].(string); ok && mac != "" {
 			b.WriteString("MACAddress=" + mac + "\n")
 		}
-		if iface := n.Find(name); iface != nil && iface.MTU != 0 {
+		if iface := byName[name]; iface != nil && iface.MTU != 0 {
 			fmt.Fprintf(&b, "MTUBytes=%d\n", iface.MTU)
 		}
 		b.WriteString("Kind=" + kind + "\n")
@@ -93,7 +95,7 @@ func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
 			}
 		}
 		netdev(name, "bond", bond, "Bond", lines)
-		for _, m := range n.BondMembers(name) {
+		for _, m := range members[name] {
 			member(m, "Bond", name)
 		}
 		if primary, ok := params["primary"]; ok {

@@ -41,6 +41,7 @@ func netplanV2(n *model.Network) map[string]any {
 	bonds := map[string]any{}
 	bridges := map[string]any{}
 	vlans := map[string]any{}
+	members := n.AllBondMembers()
 	for _, iface := range n.Interfaces {
 		switch iface.Type {
 		case model.TypePhysical:
@@ -69,7 +70,7 @@ func netplanV2(n *model.Network) map[string]any {
 				bond["macaddress"] = strings.ToLower(iface.MACAddress)
 			}
 			if iface.IsBondMaster {
-				if members := n.BondMembers(iface.Name); len(members) > 0 {
+				if members := members[iface.Name]; len(members) > 0 {
 					bond["interfaces"] = members
 				}
 			}

@@ -181,6 +181,7 @@ func Sysconfig(n *model.Network) (Files, error) {
 	for _, iface := range byType(model.TypePhysical) {
 		subnets(iface)
 	}
+	members := n.AllBondMembers()
 	for _, iface := range byType(model.TypeBond) {
 		si := byName[iface.Name]
 		if opts := bondingOpts(iface); opts != "" {
@@ -192,7 +193,7 @@ func Sysconfig(n *model.Network) (Files, error) {
 			si.cfg["MACADDR"] = iface.MACAddress
 		}
 		subnets(iface)
-		for i, member := range n.BondMembers(iface.Name) {
+		for i, member := range members[iface.Name] {
 			si.cfg["BONDING_SLAVE"+strconv.Itoa(i)] = member
 			if m := byName[member]; m != nil {
 				m.cfg["MASTER"] = iface.Name
