@@ -45,6 +45,18 @@ func benchV1Virtual(n int) []byte {
 	return []byte(b.String())
 }
 
+// benchV1NameserverPerNIC is a v1 config of n static NICs, each with a
+// nameserver item bound to it.
+func benchV1NameserverPerNIC(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nconfig:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {type: physical, name: n%d, mac_address: '%s', subnets: [{type: static, address: 10.%d.%d.2/24}]}\n", i, benchMAC(i), i>>8&255, i&255)
+		fmt.Fprintf(&b, "  - {type: nameserver, interface: n%d, address: [10.%d.%d.53]}\n", i, i>>8&255, i&255)
+	}
+	return []byte(b.String())
+}
+
 // benchNetworkData is an OpenStack network_data.json of n NIC links, each
 // with a static IPv4 network.
 func benchNetworkData(n int) []byte {
@@ -124,6 +136,7 @@ func BenchmarkNetConvert(b *testing.B) {
 	inputs := []input{
 		{"v2-ethernets", KindYAML, plain(benchV2Ethernets)},
 		{"v1-bond-vlan", KindYAML, plain(benchV1Virtual)},
+		{"v1-dns-per-nic", KindYAML, plain(benchV1NameserverPerNIC)},
 		{"network_data", KindNetworkDataJSON, plain(benchNetworkData)},
 		{"eni", KindENI, plain(benchENI)},
 		{"ec2", KindEC2, benchEC2},

@@ -74,6 +74,18 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 		macs[strings.ToLower(mac)] = name
 	}
 
+	// Each link takes the networks that name it, in document order;
+	// grouping them once keeps a document of thousands of links linear.
+	networksOf := map[string][]int{}
+	for ni, rawNet := range networks {
+		if nw, ok := rawNet.(map[string]any); ok {
+			link := pyfmt.Str(nw["link"])
+			networksOf[link] = append(networksOf[link], ni)
+		} else {
+			errs = append(errs, fmt.Errorf("networks[%d]: expected an object, got a %s", ni, yaml11.Kind(rawNet)))
+		}
+	}
+
 	var config []any
 	var updates []linkUpdate
 	info := map[string]*linkInfo{}
@@ -106,17 +118,8 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 			cur.mac = strings.ToLower(pyfmt.Str(v))
 		}
 		var subnets []any
-		for ni, rawNet := range networks {
-			nw, ok := rawNet.(map[string]any)
-			if !ok {
-				if li == 0 {
-					errs = append(errs, fmt.Errorf("networks[%d]: expected an object, got a %s", ni, yaml11.Kind(rawNet)))
-				}
-				continue
-			}
-			if pyfmt.Str(nw["link"]) != id {
-				continue
-			}
+		for _, ni := range networksOf[id] {
+			nw := networks[ni].(map[string]any)
 			subnet := map[string]any{}
 			for _, k := range openstackSubnetKeys {
 				if v, ok := nw[k]; ok {

@@ -20,10 +20,15 @@ type interpreter struct {
 	// ifaceDNS holds v1 nameservers bound to an interface, applied once
 	// every interface is known.
 	ifaceDNS []ifaceDNS
+	// ifaceDNSAt is the index in ifaceDNS of each interface's binding.
+	ifaceDNSAt map[string]int
 	// macs maps a lowercase MAC to the name of the machine's NIC that has
 	// it (cloud-init's get_interfaces_by_mac).
 	macs map[string]string
-	errs []error
+	// byName indexes net.Interfaces: every command looks its interface
+	// up, and a search of the list made parsing quadratic.
+	byName map[string]*model.Interface
+	errs   []error
 }
 
 type ifaceDNS struct {
@@ -38,10 +43,14 @@ func newInterpreter(version int, macs map[string]string) *interpreter {
 		lower[strings.ToLower(mac)] = name
 	}
 	return &interpreter{
-		net:  &model.Network{Version: version, DNS: model.DNS{Nameservers: []string{}, Search: []string{}}},
-		macs: lower,
+		net:    &model.Network{Version: version, DNS: model.DNS{Nameservers: []string{}, Search: []string{}}},
+		macs:   lower,
+		byName: map[string]*model.Interface{},
 	}
 }
+
+// find returns the interface called name, or nil.
+func (in *interpreter) find(name string) *model.Interface { return in.byName[name] }
 
 func (in *interpreter) fail(err error) { in.errs = append(in.errs, err) }
 
@@ -136,7 +145,7 @@ func (in *interpreter) physical(cmd map[string]any) error {
 	if err != nil {
 		return err
 	}
-	iface := in.net.Find(name)
+	iface := in.find(name)
 	isNew := iface == nil
 	if isNew {
 		iface = &model.Interface{Name: name}
@@ -188,6 +197,7 @@ func (in *interpreter) physical(cmd map[string]any) error {
 	iface.WakeOnLAN = optionalBool(cmd, "wakeonlan")
 	if isNew {
 		in.net.Interfaces = append(in.net.Interfaces, iface)
+		in.byName[name] = iface
 	}
 	return errors.Join(errs...)
 }
@@ -210,7 +220,7 @@ func (in *interpreter) vlan(cmd map[string]any) error {
 		errs = append(errs, err)
 	}
 	name, _ := nameOf(cmd)
-	iface := in.net.Find(name)
+	iface := in.find(name)
 	if iface == nil {
 		return errors.Join(errs...)
 	}
@@ -245,13 +255,13 @@ func (in *interpreter) bond(cmd map[string]any) error {
 		errs = append(errs, err)
 	}
 	name, _ := nameOf(cmd)
-	bond := in.net.Find(name)
+	bond := in.find(name)
 	if bond == nil {
 		return errors.Join(errs...)
 	}
 	bond.IsBondMaster = true
 	for _, member := range members {
-		if in.net.Find(member) == nil {
+		if in.find(member) == nil {
 			// cloud-init creates a placeholder typed "bond" for a member
 			// that no item defines.
 			if err := in.physical(map[string]any{"name": member, "type": model.TypeBond}); err != nil {
@@ -259,7 +269,7 @@ func (in *interpreter) bond(cmd map[string]any) error {
 				continue
 			}
 		}
-		m := in.net.Find(member)
+		m := in.find(member)
 		m.BondMaster = name
 		in.setParams(m, params)
 	}
@@ -276,7 +286,7 @@ func (in *interpreter) bridge(cmd map[string]any) error {
 	}
 	var errs []error
 	for _, port := range ports {
-		if in.net.Find(port) == nil {
+		if in.find(port) == nil {
 			if err := in.physical(map[string]any{"name": port}); err != nil {
 				errs = append(errs, fmt.Errorf("port %s: %w", port, err))
 			}
@@ -286,7 +296,7 @@ func (in *interpreter) bridge(cmd map[string]any) error {
 		errs = append(errs, err)
 	}
 	name, _ := nameOf(cmd)
-	br := in.net.Find(name)
+	br := in.find(name)
 	if br == nil {
 		return errors.Join(errs...)
 	}
@@ -348,19 +358,21 @@ func (in *interpreter) nameserver(cmd map[string]any, where string) error {
 // bindDNS records DNS for an interface; a later binding for the same
 // interface replaces an earlier one, as a Python dict assignment does.
 func (in *interpreter) bindDNS(name, where string, dns model.DNS) {
-	for i := range in.ifaceDNS {
-		if in.ifaceDNS[i].name == name {
-			in.ifaceDNS[i] = ifaceDNS{name: name, where: where, dns: dns}
-			return
-		}
+	if i, ok := in.ifaceDNSAt[name]; ok {
+		in.ifaceDNS[i] = ifaceDNS{name: name, where: where, dns: dns}
+		return
 	}
+	if in.ifaceDNSAt == nil {
+		in.ifaceDNSAt = map[string]int{}
+	}
+	in.ifaceDNSAt[name] = len(in.ifaceDNS)
 	in.ifaceDNS = append(in.ifaceDNS, ifaceDNS{name: name, where: where, dns: dns})
 }
 
 // finishV1 applies interface-bound nameservers once all interfaces exist.
 func (in *interpreter) finishV1() {
 	for _, b := range in.ifaceDNS {
-		iface := in.net.Find(b.name)
+		iface := in.find(b.name)
 		if iface == nil {
 			in.fail(fmt.Errorf("%s: nameserver specified for interface %s, but interface %s does not exist", b.where, b.name, b.name))
 			continue

@@ -337,7 +337,7 @@ func (in *interpreter) v2Nameservers(section string, devices map[string]any, nam
 				}
 			}
 		}
-		iface := in.net.Find(name)
+		iface := in.find(name)
 		if iface == nil {
 			in.fail(fmt.Errorf("%s: nameservers: no interface %s", where, name))
 			continue
