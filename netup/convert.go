@@ -123,22 +123,40 @@ func Parse(input []byte, kind string, macs []MAC) (*model.Network, error) {
 	return nil, fmt.Errorf("parse network config: unknown input kind %q (want %s)", kind, strings.Join(InputKinds, ", "))
 }
 
-// Render writes the model in the given output kind.
+// Render writes the model in the given output kind. Files whose path is
+// not a plain relative path (see CheckOutputPath) are refused whole.
 func Render(n *model.Network, outputKind string) (render.Files, error) {
+	var files render.Files
+	var err error
 	switch outputKind {
 	case OutputENI:
-		return render.ENI(n)
+		files, err = render.ENI(n)
 	case OutputNetplan:
-		return render.Netplan(n)
+		files, err = render.Netplan(n)
 	case OutputNetworkd:
-		return render.Networkd(n)
+		files, err = render.Networkd(n)
 	case OutputSysconfig:
-		return render.Sysconfig(n)
+		files, err = render.Sysconfig(n)
 	case OutputJSON:
-		return render.JSON(n)
+		files, err = render.JSON(n)
+	default:
+		return nil, fmt.Errorf("render network config: unknown output kind %q (want %s)", outputKind, strings.Join(OutputKinds, ", "))
 	}
-	return nil, fmt.Errorf("render network config: unknown output kind %q (want %s)", outputKind, strings.Join(OutputKinds, ", "))
+	for p := range files {
+		if perr := CheckOutputPath(p); perr != nil {
+			return nil, fmt.Errorf("render network config as %s: %w", outputKind, perr)
+		}
+	}
+	return files, err
 }
+
+// ErrOutputPath is returned for a rendered file whose path would not stay
+// under the directory it is written to.
+var ErrOutputPath = render.ErrOutputPath
+
+// CheckOutputPath is render.CheckPath: it accepts the path of a rendered
+// file when it is relative, clean and has no "..".
+func CheckOutputPath(p string) error { return render.CheckPath(p) }
 
 // Convert does what `cloud-init devel net-convert` does: it reads input of
 // kind (eni, yaml, network_data.json) and returns the files the output

@@ -337,7 +337,7 @@ func FuzzAzureIMDS(f *testing.F) {
 			t.Fatal("nil network without an error")
 		}
 		if n != nil {
-			render.ENIContent(n)
+			_, _ = render.ENIContent(n)
 			if _, err := render.Netplan(n); err != nil {
 				t.Logf("render netplan: %v", err)
 			}

@@ -129,7 +129,12 @@ func parseCloudInitConfig(t *testing.T, version string, config map[string]any, o
 // inner differences.
 func compareRenders(t *testing.T, theirs, ours *model.Network) {
 	t.Helper()
-	if diff := cmp.Diff(render.ENIContent(theirs), render.ENIContent(ours)); diff != "" {
+	w, werr := render.ENIContent(theirs)
+	g, gerr := render.ENIContent(ours)
+	if werr != nil || gerr != nil {
+		t.Fatalf("render eni: cloud-init's config: %v, ours: %v", werr, gerr)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
 		t.Errorf("ENI differs (-cloud-init's config +seedinit's):\n%s", diff)
 	}
 	for kind, fn := range map[string]func(*model.Network) (render.Files, error){"networkd": render.Networkd, "netplan": render.Netplan} {

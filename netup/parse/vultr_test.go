@@ -305,7 +305,7 @@ func FuzzVultr(f *testing.F) {
 			t.Fatal("nil network without an error")
 		}
 		if n != nil {
-			render.ENIContent(n)
+			_, _ = render.ENIContent(n)
 			if _, err := render.Netplan(n); err != nil {
 				t.Logf("render netplan: %v", err)
 			}

@@ -31,14 +31,27 @@ var eniMultilineKeys = map[string]bool{
 // "dns {'nameservers': [...], ...}" that ifupdown cannot use; seedinit
 // leaves that line out.
 func ENI(n *model.Network) (Files, error) {
+	content, err := ENIContent(n)
+	if err != nil {
+		return nil, err
+	}
+	udev, err := udevRules(n)
+	if err != nil {
+		return nil, err
+	}
 	return Files{
-		ENIPath:       []byte(DebianHeader + ENIContent(n)),
-		UdevRulesPath: udevRules(n),
+		ENIPath:       []byte(DebianHeader + content),
+		UdevRulesPath: udev,
 	}, nil
 }
 
-// ENIContent is the interfaces text without a header.
-func ENIContent(n *model.Network) string {
+// ENIContent is the interfaces text without a header. It refuses a model
+// with a value that would start a line of its own: ifupdown runs the
+// argument of an "up" line as a command.
+func ENIContent(n *model.Network) (string, error) {
+	if err := checkModel("eni", n, ""); err != nil {
+		return "", err
+	}
 	lo := &model.Interface{Name: "lo", Type: model.TypePhysical,
 		Subnets: []model.Subnet{{Type: model.SubnetLoopback, Control: "auto"}}}
 	if found := n.Find("lo"); found != nil {
@@ -79,7 +92,7 @@ func ENIContent(n *model.Network) string {
 	for i, s := range sections {
 		parts[i] = strings.Join(s, "\n")
 	}
-	return strings.Join(parts, "\n\n") + "\n"
+	return strings.Join(parts, "\n\n") + "\n", nil
 }
 
 func typeRank(t string) int {

@@ -58,12 +58,18 @@ func isDigits(s string) bool {
 // (Bond=, PrimarySlave=, Bridge= with the port's [Bridge] cost and
 // priority, VLAN=), as netplan's networkd backend writes them, from the
 // same v2 view of the model the netplan renderer writes.
-func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
+func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) (Files, error) {
 	v2 := netplanV2(n)
 	files := Files{}
+	var refused error
 	byName := n.ByName()
 	members := n.AllBondMembers()
 	netdev := func(name, kind string, dev map[string]any, section string, lines []string) {
+		for _, line := range append([]string{name}, lines...) {
+			if err := checkString("networkd", name+".netdev ["+section+"]", line, false, networkdUnsafe); err != nil && refused == nil {
+				refused = err
+			}
+		}
 		var b strings.Builder
 		b.WriteString("[NetDev]\nName=" + name + "\n")
 		if mac, ok := dev["macaddress"].(string); ok && mac != "" {
@@ -134,7 +140,7 @@ func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) Files {
 		netdev(name, "vlan", vlan, "VLAN", []string{fmt.Sprintf("Id=%d", vlan["id"])})
 		member(pyfmt.Str(vlan["link"]), "VLAN", name)
 	}
-	return files
+	return files, refused
 }
 
 // networkdValue spells a v2 parameter for networkd: booleans as

@@ -23,10 +23,18 @@ func Netplan(n *model.Network) (Files, error) {
 
 // NetplanContent is the netplan YAML without a header.
 func NetplanContent(n *model.Network) (string, error) {
+	// netplan's generators write the values into networkd units and
+	// NetworkManager keyfiles: a newline survives YAML's quoting.
 	var doc map[string]any
 	if n.Version == 2 && n.V2 != nil {
+		if err := checkDocument("netplan", "network", n.V2); err != nil {
+			return "", err
+		}
 		doc = map[string]any{"network": n.V2}
 	} else {
+		if err := checkModel("netplan", n, ""); err != nil {
+			return "", err
+		}
 		doc = map[string]any{"network": netplanV2(n)}
 	}
 	out, err := marshalYAML(doc)

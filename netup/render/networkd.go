@@ -18,6 +18,9 @@ import (
 type networkdUnit struct {
 	sections map[string][]string
 	routes   map[string][]string
+	// err is the first value refused: every line passes through set or
+	// route, values read from the v2 document included.
+	err error
 }
 
 func newNetworkdUnit() *networkdUnit {
@@ -36,11 +39,26 @@ func addUnique(list []string, line string) []string {
 }
 
 func (u *networkdUnit) set(section, key, value string) {
+	if u.refused(section, key, value) {
+		return
+	}
 	u.sections[section] = addUnique(u.sections[section], key+"="+value)
 }
 
 func (u *networkdUnit) route(id, key, value string) {
+	if u.refused("Route", key, value) {
+		return
+	}
 	u.routes[id] = addUnique(u.routes[id], key+"="+value)
+}
+
+// refused records a value a unit file cannot carry on its line.
+func (u *networkdUnit) refused(section, key, value string) bool {
+	err := checkString("networkd", "["+section+"] "+key, value, false, networkdUnsafe)
+	if err != nil && u.err == nil {
+		u.err = err
+	}
+	return err != nil
 }
 
 func (u *networkdUnit) String() string {
@@ -100,12 +118,26 @@ func (u *networkdUnit) addRoute(id string, r model.Route) {
 // bond, bridge and VLAN and ties their links to them, as netplan's
 // networkd backend does (networkdNetdevs).
 func Networkd(n *model.Network) (Files, error) {
+	if err := checkModel("networkd", n, networkdUnsafe); err != nil {
+		return nil, err
+	}
+	if err := checkFileNames("networkd", n); err != nil {
+		return nil, err
+	}
 	units := map[string]*networkdUnit{}
 	devices := v2EthernetsByName(n)
 	for _, iface := range n.Interfaces {
 		units[iface.Name] = networkdUnitFor(n, iface, devices)
 	}
-	files := networkdNetdevs(n, units)
+	files, err := networkdNetdevs(n, units)
+	if err != nil {
+		return nil, err
+	}
+	for _, iface := range n.Interfaces {
+		if err := units[iface.Name].err; err != nil {
+			return nil, err
+		}
+	}
 	for name, u := range units {
 		files[NetworkdDir+"/10-cloud-init-"+name+".network"] = []byte(u.String())
 	}

@@ -10,7 +10,11 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"path"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
@@ -31,6 +35,23 @@ const (
 	SysconfigNetwork = "etc/sysconfig/network"
 )
 
+// ErrOutputPath is returned for a rendered file whose path would not stay
+// under the directory it is written to.
+var ErrOutputPath = errors.New("not a path inside the output directory")
+
+// CheckPath accepts the path of a rendered file when it is relative,
+// clean and has no ".." (filepath.IsLocal): one that names a place inside
+// whatever directory the files are written under, before any symlink is
+// followed. Interface names are part of these paths; the parsers refuse
+// the names that would make them anything else.
+func CheckPath(p string) error {
+	odd := func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }
+	if p == "" || path.Clean(p) != p || !filepath.IsLocal(filepath.FromSlash(p)) || strings.ContainsFunc(p, odd) {
+		return fmt.Errorf("rendered file %s: %w", strconv.Quote(p), ErrOutputPath)
+	}
+	return nil
+}
+
 // DebianHeader heads the ENI and netplan files, as on Debian and Ubuntu.
 const DebianHeader = `# This file is generated from information provided by the datasource.  Changes
 # to it will not persist across an instance reboot.  To disable cloud-init's
@@ -40,10 +61,11 @@ const DebianHeader = `# This file is generated from information provided by the 
 `
 
 // udevRules is cloud-init's 70-persistent-net.rules: one rule per NIC
-// with a MAC, naming it.
-func udevRules(n *model.Network) []byte {
+// with a MAC, naming it. A value that could end its quoted string (and
+// so let a RUN+= follow) is refused.
+func udevRules(n *model.Network) ([]byte, error) {
 	var b strings.Builder
-	for _, iface := range n.Interfaces {
+	for i, iface := range n.Interfaces {
 		if iface.Type != model.TypePhysical || iface.MACAddress == "" {
 			continue
 		}
@@ -51,8 +73,13 @@ func udevRules(n *model.Network) []byte {
 		if driver == "" {
 			driver = "?*"
 		}
+		for _, v := range []struct{ key, value string }{{"driver", driver}, {"mac_address", iface.MACAddress}, {"name", iface.Name}} {
+			if err := checkString("udev rules", fmt.Sprintf("network.interfaces[%d].%s", i, v.key), v.value, true, udevUnsafe); err != nil {
+				return nil, err
+			}
+		}
 		fmt.Fprintf(&b, "SUBSYSTEM==\"net\", ACTION==\"add\", DRIVERS==\"%s\", ATTR{address}==\"%s\", NAME=\"%s\"\n",
 			driver, iface.MACAddress, iface.Name)
 	}
-	return []byte(b.String())
+	return []byte(b.String()), nil
 }

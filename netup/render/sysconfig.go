@@ -129,6 +129,17 @@ type sysconfigIface struct {
 // Like cloud-init, global routes (v1 "route" items) are not written.
 // resolv.conf is rendered fresh; cloud-init merges into an existing one.
 func Sysconfig(n *model.Network) (Files, error) {
+	// The network scripts source ifcfg and route files with the shell.
+	if err := checkModel("sysconfig", n, shellUnsafe); err != nil {
+		return nil, err
+	}
+	if err := checkFileNames("sysconfig", n); err != nil {
+		return nil, err
+	}
+	udev, err := udevRules(n)
+	if err != nil {
+		return nil, err
+	}
 	var errs []error
 	hasDefault := n.HasDefaultRoute()
 	var order []*sysconfigIface
@@ -248,7 +259,7 @@ func Sysconfig(n *model.Network) (Files, error) {
 	if len(n.DNS.Nameservers) > 0 {
 		files[NMConfPath] = []byte(sysconfigHeader("#") + "\n[main]\ndns = none\n")
 	}
-	files[UdevRulesPath] = udevRules(n)
+	files[UdevRulesPath] = udev
 	control := sysconfigHeader("#") + "\nNETWORKING=yes\n"
 	if n.UseIPv6 {
 		control += "NETWORKING_IPV6=yes\nIPV6_AUTOCONF=no\n"
