@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
@@ -83,11 +84,19 @@ type MAC struct {
 func ParseMAC(s string) (MAC, error) {
 	fields := strings.Split(s, ",")
 	if len(fields) < 2 || len(fields) > 3 || slices.Contains(fields, "") {
-		return MAC{}, fmt.Errorf("parse --mac %q: want name,mac or name,mac,driver", s)
+		return MAC{}, fmt.Errorf("parse --mac %s: want name,mac or name,mac,driver", strconv.Quote(s))
 	}
 	m := MAC{Name: fields[0], Address: fields[1]}
 	if len(fields) == 3 {
 		m.Driver = fields[2]
+	}
+	// The name becomes an interface name in the rendered files, as the
+	// config's own names do, and is held to the same rules.
+	if !parse.IsInterfaceName(m.Name) {
+		return MAC{}, fmt.Errorf("parse --mac %s: name %s: not an interface name (1 to 15 of A-Z a-z 0-9 and - _ . @ +)", strconv.Quote(s), strconv.Quote(m.Name))
+	}
+	if !parse.IsMAC(m.Address) {
+		return MAC{}, fmt.Errorf("parse --mac %s: %s: not a MAC address", strconv.Quote(s), strconv.Quote(m.Address))
 	}
 	return m, nil
 }

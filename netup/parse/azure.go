@@ -24,7 +24,7 @@ func AzureIMDS(data []byte, opts Options) (*model.Network, error) {
 		return nil, convErr
 	}
 	n, parseErr := v2(cfg, opts, ethernetsInOrder(order))
-	return n, errors.Join(convErr, parseErr)
+	return refuse(n, errors.Join(convErr, parseErr))
 }
 
 // AzureIMDSNetworkConfig turns Azure's IMDS network metadata into the

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/seedinit/seedinit/netup/render"
 )
 
 // azureFixture is one file of testdata/azure: the "network" object of
@@ -276,12 +274,14 @@ var azureBadItems = []struct {
 		cloudInitRaises: true,
 	},
 	{
+		// cloud-init builds the document and its v2 parser raises on the
+		// address: an invalid value refuses the whole config here too.
 		name: "prefix that is not one",
 		input: `{"interface": [
 			{"macAddress": "000D3A000001", "ipv4": {"ipAddress": [{"privateIpAddress": "10.0.0.4"}, {"privateIpAddress": "10.0.0.5"}],
 			 "subnet": [{"prefix": "xx"}]}}]}`,
-		wantErrs:  []string{"10.0.0.5/xx"},
-		wantIface: []string{"eth0"},
+		wantErrs: []string{`"10.0.0.5/xx": not an IP address`},
+		wantNil:  true,
 	},
 }
 
@@ -331,16 +331,13 @@ func FuzzAzureIMDS(f *testing.F) {
 	}
 	f.Add([]byte(`{"interface": [{"macAddress": "ÅÅÅÅÅÅÅÅÅÅÅÅ", "ipv4": {"ipAddress": "é"}}]}`), "hv_netvsc")
 	f.Add([]byte(`{"interface": [{"macAddress": "", "ipv6": {"ipAddress": [1, 2], "subnet": [{"prefix": null}]}}]}`), "mlx4_core")
+	f.Add([]byte(`{"interface": [{"macAddress": "000D3A047598\n  up touch /tmp/PWNED", "ipv4": {"ipAddress": [{"privateIpAddress": "10.0.0.4"}]}}]}`), "hv_netvsc")
+	f.Add([]byte(`{"interface": [{"macAddress": "000D3A047598", "ipv4": {"ipAddress": [{"privateIpAddress": "10.0.0.4"}, {"privateIpAddress": "10.0.0.5\nx"}], "subnet": [{"prefix": "24\u0000"}]}}]}`), "hv_netvsc\"")
 	f.Fuzz(func(t *testing.T, data []byte, driver string) {
 		n, err := AzureIMDS(data, Options{Drivers: map[string]string{"eth0": driver, "eth1": "hv_netvsc"}})
 		if n == nil && err == nil {
 			t.Fatal("nil network without an error")
 		}
-		if n != nil {
-			_, _ = render.ENIContent(n)
-			if _, err := render.Netplan(n); err != nil {
-				t.Logf("render netplan: %v", err)
-			}
-		}
+		checkParsed(t, n, err)
 	})
 }

@@ -32,7 +32,7 @@ func DigitalOcean(data []byte, opts Options) (*model.Network, error) {
 		return nil, convErr
 	}
 	n, parseErr := v1(cfg, opts)
-	return n, errors.Join(convErr, parseErr)
+	return refuse(n, errors.Join(convErr, parseErr))
 }
 
 // DigitalOceanNetworkConfig turns a droplet's network metadata into the
@@ -96,7 +96,7 @@ func DigitalOceanNetworkConfig(data []byte, macs map[string]string) (cfg map[str
 	var errs []error
 	items := []any{}
 	for _, key := range orderedKeys(interfaces, jsonKeysAt(data, "interfaces")) {
-		where := "interfaces." + key
+		where := "interfaces." + label(key)
 		list, ok := interfaces[key].([]any)
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: expected a list of NICs, got %s", where, jsonKind(interfaces[key])))
@@ -143,7 +143,7 @@ func digitalOceanNIC(raw any, names map[string]string, where string) (map[string
 	mac = strings.ToLower(mac)
 	machineName, ok := names[mac]
 	if !ok {
-		return nil, []error{fmt.Errorf("%s: MAC %s: no NIC of this machine has it", where, mac)}
+		return nil, []error{fmt.Errorf("%s: MAC %s: no NIC of this machine has it", where, label(mac))}
 	}
 
 	var errs []error
@@ -160,7 +160,7 @@ func digitalOceanNIC(raw any, names map[string]string, where string) (map[string
 	case []any, map[string]any:
 		// cloud-init fails here (an unhashable dict key); the NIC is
 		// still usable under the name the machine gave it.
-		errs = append(errs, fmt.Errorf("%s: key \"type\": expected a string, got %s; keeping the name %s", where, jsonKind(nicType), machineName))
+		errs = append(errs, fmt.Errorf("%s: key \"type\": expected a string, got %s; keeping the name %s", where, jsonKind(nicType), label(machineName)))
 	}
 	isPublic := nicType == "public"
 

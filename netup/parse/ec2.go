@@ -38,7 +38,7 @@ func EC2Config(network map[string]any, opts Options) (*model.Network, error) {
 		return nil, convErr
 	}
 	n, parseErr := v2(cfg, opts, ethernetsInOrder(order))
-	return n, errors.Join(convErr, parseErr)
+	return refuse(n, errors.Join(convErr, parseErr))
 }
 
 // ethernetsInOrder is the key order of a v2 document a converter built
@@ -114,7 +114,7 @@ func EC2NetworkConfig(network map[string]any, macs map[string]string) (cfg map[s
 		}
 		nicMetadata, ok := raw.(map[string]any)
 		if !ok {
-			errs = append(errs, fmt.Errorf("interfaces.macs.%s: expected an object, got %s", mac, jsonKind(raw)))
+			errs = append(errs, fmt.Errorf("interfaces.macs.%s: expected an object, got %s", label(mac), jsonKind(raw)))
 			continue
 		}
 		if len(nicMetadata) == 0 {
@@ -125,7 +125,7 @@ func EC2NetworkConfig(network map[string]any, macs map[string]string) (cfg map[s
 			if err != nil {
 				// cloud-init stops converting altogether here; the NIC
 				// still gets DHCP, numbered as if the key were absent.
-				errs = append(errs, fmt.Errorf("interfaces.macs.%s: key \"device-number\": %w", mac, err))
+				errs = append(errs, fmt.Errorf("interfaces.macs.%s: key \"device-number\": %w", label(mac), err))
 			} else {
 				nicIndex = deviceNumber
 			}
@@ -235,7 +235,7 @@ func jsonInt(v any) (int, error) {
 	case string:
 		n, err = toInt(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(x), "+")))
 		if err != nil {
-			err = fmt.Errorf("%q is not an integer", x)
+			err = fmt.Errorf("%s is not an integer", quoteValue(x))
 		}
 	case bool, int64, int, float64:
 		n, err = toInt(x)

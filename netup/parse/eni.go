@@ -77,14 +77,14 @@ func eni(data []byte, opts Options) (*model.Network, error) {
 			}
 			i := get(args[0])
 			if i.defined {
-				errs = append(errs, fmt.Errorf("%s: interface %s can only be defined once", where, args[0]))
+				errs = append(errs, fmt.Errorf("%s: interface %s can only be defined once", where, label(args[0])))
 				current = ""
 				continue
 			}
 			i.defined, i.method = true, args[2]
 			current = args[0]
 		case current == "":
-			errs = append(errs, fmt.Errorf("%s: option %q outside an iface stanza", where, option))
+			errs = append(errs, fmt.Errorf("%s: option %s outside an iface stanza", where, quoteValue(option)))
 		case len(args) == 0:
 			// Every option cloud-init keeps takes an argument.
 			if option == "hwaddress" || eniOptions[option] {
@@ -123,7 +123,7 @@ func eni(data []byte, opts Options) (*model.Network, error) {
 	for _, name := range order {
 		data := ifaces[name]
 		if !data.defined {
-			errs = append(errs, fmt.Errorf("interface %s: \"auto\" without an iface stanza", name))
+			errs = append(errs, fmt.Errorf("interface %s: \"auto\" without an iface stanza", label(name)))
 			continue
 		}
 		devName, _, _ := strings.Cut(name, ":")
@@ -147,7 +147,7 @@ func eni(data []byte, opts Options) (*model.Network, error) {
 		if data.method == "static" {
 			addr, ok := data.options["address"]
 			if !ok {
-				errs = append(errs, fmt.Errorf("interface %s: static without an address", name))
+				errs = append(errs, fmt.Errorf("interface %s: static without an address", label(name)))
 				continue
 			}
 			subnet["address"] = addr
@@ -177,7 +177,7 @@ func eni(data []byte, opts Options) (*model.Network, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return net, fmt.Errorf("parse ENI: %w", errors.Join(errs...))
+		return refuse(net, fmt.Errorf("parse ENI: %w", errors.Join(errs...)))
 	}
 	return net, nil
 }

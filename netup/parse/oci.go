@@ -24,7 +24,7 @@ func OracleVNICs(data []byte, opts Options) (*model.Network, error) {
 		return nil, convErr
 	}
 	n, parseErr := v1(cfg, opts)
-	return n, errors.Join(convErr, parseErr)
+	return refuse(n, errors.Join(convErr, parseErr))
 }
 
 // OracleVNICsNetworkConfig turns the VNIC list into the cloud-init network
@@ -98,7 +98,7 @@ func oracleVNIC(raw any, primary bool, names map[string]string) (map[string]any,
 	mac = strings.ToLower(mac)
 	name, ok := names[mac]
 	if !ok {
-		return nil, fmt.Errorf("no NIC with MAC %s on this machine", mac)
+		return nil, fmt.Errorf("no NIC with MAC %s on this machine", label(mac))
 	}
 	block, err := field("subnetCidrBlock")
 	if err != nil {
@@ -106,7 +106,7 @@ func oracleVNIC(raw any, primary bool, names map[string]string) (map[string]any,
 	}
 	subnet, err := netip.ParsePrefix(block)
 	if err != nil || subnet.Masked() != subnet {
-		return nil, fmt.Errorf("key \"subnetCidrBlock\": %q is not a network", block)
+		return nil, fmt.Errorf("key \"subnetCidrBlock\": %s is not a network", quoteValue(block))
 	}
 	item := map[string]any{"name": name, "type": "physical", "mac_address": mac, "mtu": int64(oracleVNICMTU)}
 	if primary {

@@ -114,11 +114,15 @@ func TestOracleVNICsRefuses(t *testing.T) {
 func FuzzOracleVNICs(f *testing.F) {
 	f.Add([]byte(`[{"macAddr": "02:00:17:05:d1:db", "subnetCidrBlock": "10.0.0.0/24"}, {"macAddr": "02:00:17:0d:6b:be", "privateIp": "10.0.4.5", "subnetCidrBlock": "10.0.4.0/24"}]`))
 	f.Add([]byte(`[1, {"macAddr": 2}, {"macAddr": "02:00:17:0d:6b:be", "subnetCidrBlock": "::/0"}]`))
-	macs := map[string]string{"02:00:17:05:d1:db": "ens3", "02:00:17:0d:6b:be": "ens5"}
+	// A machine MAC the fuzzer may spoil, as a --mac can.
+	f.Add([]byte(`[{"macAddr": "02:00:17:05:d1:dc\n  up touch /tmp/PWNED", "subnetCidrBlock": "10.0.0.0/24"}]`))
+	f.Add([]byte(`[{"macAddr": "02:00:17:05:d1:db", "subnetCidrBlock": "10.0.0.0/24"}, {"macAddr": "02:00:17:0d:6b:be", "privateIp": "10.0.4.5\n", "subnetCidrBlock": "10.0.4.0/24"}]`))
+	macs := map[string]string{"02:00:17:05:d1:db": "ens3", "02:00:17:0d:6b:be": "ens5", "02:00:17:05:d1:dc\n  up touch /tmp/pwned": "ens6"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := OracleVNICs(data, Options{MACs: macs})
 		if n == nil && err == nil {
 			t.Error("no network and no error")
 		}
+		checkParsed(t, n, err)
 	})
 }

@@ -36,7 +36,7 @@ func NetworkDataJSON(data []byte, opts Options) (*model.Network, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return net, fmt.Errorf("parse network_data.json: %w", errors.Join(errs...))
+		return refuse(net, fmt.Errorf("parse network_data.json: %w", errors.Join(errs...)))
 	}
 	return net, nil
 }
@@ -102,13 +102,26 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 			errs = append(errs, fmt.Errorf("%s: missing key \"id\"", where))
 			continue
 		}
-		where = fmt.Sprintf("links[%d] (id %s)", li, id)
+		where = fmt.Sprintf("links[%d] (id %s)", li, label(id))
 		linkType, _ := link["type"].(string)
 		cfg := map[string]any{}
 		for _, k := range []string{"name", "type", "mac_address", "subnets", "params", "mtu"} {
 			if v, ok := link[k]; ok {
 				cfg[k] = v
 			}
+		}
+		// A MAC that is not one is refused even where it names no NIC
+		// of this machine, like every invalid value: the config that
+		// holds it is not what its author meant.
+		badMAC := false
+		for _, key := range []string{"ethernet_mac_address", "vlan_mac_address"} {
+			if v := link[key]; yaml11.Truthy(v) && !checkMAC(pyfmt.Str(v)) {
+				errs = append(errs, fmt.Errorf("%s: %w", where, macError(key, v)))
+				badMAC = true
+			}
+		}
+		if badMAC {
+			continue
 		}
 		cur := &linkInfo{}
 		if v, ok := cfg["name"]; ok {
@@ -142,7 +155,7 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 				subnet["type"] = "static6"
 				subnet["address"] = nw["ip_address"]
 			default:
-				errs = append(errs, fmt.Errorf("networks[%d] (id %s): unknown type %q", ni, pyfmt.Str(nw["id"]), netType))
+				errs = append(errs, fmt.Errorf("networks[%d] (id %s): unknown type %s", ni, label(nw["id"]), quoteValue(netType)))
 				continue
 			}
 			if netType == "ipv6_dhcpv6-stateful" || netType == "ipv6_dhcp" {
@@ -183,6 +196,11 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 			vid := pyfmt.Str(link["vlan_id"])
 			if link["vlan_link"] == nil || link["vlan_id"] == nil {
 				errs = append(errs, fmt.Errorf("%s: a vlan link needs \"vlan_link\" and \"vlan_id\"", where))
+				continue
+			}
+			// The id becomes part of the VLAN's name.
+			if id, err := toInt(link["vlan_id"]); err != nil || id < 0 || id > 4094 {
+				errs = append(errs, fmt.Errorf("%s: %w", where, invalid("vlan_id", link["vlan_id"], "not a VLAN id (0-4094)")))
 				continue
 			}
 			name := parent + "." + vid
@@ -233,7 +251,7 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 					errs = append(errs, fmt.Errorf("%s: no ethernet_mac_address and no name", where))
 					continue
 				case macs[mac] == "":
-					errs = append(errs, fmt.Errorf("%s: no NIC with MAC %s on this machine (give its name with --mac name,mac)", where, mac))
+					errs = append(errs, fmt.Errorf("%s: no NIC with MAC %s on this machine (give its name with --mac name,mac)", where, label(mac)))
 					continue
 				}
 				cfg["name"] = macs[mac]
@@ -247,7 +265,7 @@ func convertNetJSON(doc map[string]any, opts Options) ([]any, []error) {
 		for _, t := range u.targets {
 			li, found := info[t]
 			if !found || li.name == "" {
-				errs = append(errs, fmt.Errorf("%s: key %q: no usable link with id %s", u.where, u.key, t))
+				errs = append(errs, fmt.Errorf("%s: key %q: no usable link with id %s", u.where, u.key, label(t)))
 				ok = false
 				continue
 			}

@@ -14,7 +14,6 @@ import (
 	"fmt"
 
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/seed/pyfmt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 	"go.yaml.in/yaml/v3"
 )
@@ -86,7 +85,7 @@ func config(m map[string]any, opts Options, order func(keys ...string) []string)
 	case nil:
 		return nil, errors.New("parse network config: missing key \"version\" (1 or 2)")
 	}
-	return nil, fmt.Errorf("parse network config: key \"version\": unsupported version %s (want 1 or 2)", pyfmt.Str(m["version"]))
+	return nil, fmt.Errorf("parse network config: key \"version\": unsupported version %s (want 1 or 2)", label(m["version"]))
 }
 
 func v1(m map[string]any, opts Options) (*model.Network, error) {
@@ -113,7 +112,7 @@ func v1(m map[string]any, opts Options) (*model.Network, error) {
 	if err != nil {
 		err = fmt.Errorf("parse network config v1: %w", err)
 	}
-	return n, err
+	return refuse(n, err)
 }
 
 func pathKey(keys []string) string {

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/render"
 )
 
 func TestYAMLDisabled(t *testing.T) {
@@ -39,13 +38,13 @@ func TestBadItemsAreNamedAndSkipped(t *testing.T) {
 		wantIface []string
 	}{
 		{
-			name:  "v1 unknown type and bad address",
+			name:  "v1 unknown type and subnet without a type",
 			parse: YAML,
 			input: `version: 1
 config:
   - type: physical
     name: eth0
-    subnets: [{type: static, address: 10.0.0.300/24}, {type: dhcp}]
+    subnets: [{address: 10.0.0.3/24}, {type: dhcp}]
   - type: wormhole
     name: w0
   - type: vlan
@@ -54,7 +53,7 @@ config:
   - type: physical
     name: eth1
 `,
-			wantErrs:  []string{`config[0] (physical eth0): subnets[0]: key "address"`, `config[1] (wormhole w0): unknown type "wormhole"`, `config[2] (vlan eth0.5): missing required key "vlan_id"`},
+			wantErrs:  []string{`config[0] (physical eth0): subnets[0]: missing or non-string key "type"`, `config[1] (wormhole w0): unknown type "wormhole"`, `config[2] (vlan eth0.5): missing required key "vlan_id"`},
 			wantIface: []string{"eth0", "eth1"},
 		},
 		{
@@ -225,24 +224,16 @@ func seeds(f *testing.F, suffix string) {
 	}
 }
 
-// renderAll runs every renderer, which must not panic on any model a
-// parser produced.
-func renderAll(t *testing.T, n *model.Network) {
-	if n == nil {
-		return
-	}
-	for _, r := range []func(*model.Network) (render.Files, error){render.ENI, render.Networkd, render.Netplan, render.Sysconfig, render.JSON} {
-		_, _ = r(n)
-	}
-}
-
 func FuzzParseV1(f *testing.F) {
 	seeds(f, ".yaml")
 	f.Add([]byte("version: 1\nconfig:\n  - {type: bond, name: b, bond_interfaces: [x, y], params: {bond-mode: 1}}\n  - {type: bridge, name: br, bridge_interfaces: [b, z], params: {bridge_stp: 'on'}}\n"))
 	f.Add([]byte("version: 1\nconfig:\n  - {type: route, destination: '::/0', gateway: '::1', metric: 0}\n"))
+	for _, h := range hostileV1 {
+		f.Add([]byte(h.input))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, _ := YAML(data, Options{MACs: map[string]string{"fa:16:3e:00:00:01": "eth0"}})
-		renderAll(t, n)
+		n, err := YAML(data, Options{MACs: map[string]string{"fa:16:3e:00:00:01": "eth0"}})
+		checkParsed(t, n, err)
 	})
 }
 
@@ -250,9 +241,12 @@ func FuzzParseV2(f *testing.F) {
 	seeds(f, ".yaml")
 	f.Add([]byte("version: 2\nethernets: {e: {match: {macaddress: 'fa:16:3e:00:00:01'}, dhcp4: true, routes: [{to: 10.0.0.0/8, via: 10.0.0.1}]}}\nvlans: {v: {id: 5, link: e}}\n"))
 	f.Add([]byte("network: {version: 2, bridges: {br: {interfaces: [a], parameters: {path-cost: {a: 5}}}}}\n"))
+	for _, h := range hostileV2 {
+		f.Add([]byte(h.input))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, _ := YAML(data, Options{MACs: map[string]string{"fa:16:3e:00:00:01": "eth0"}})
-		renderAll(t, n)
+		n, err := YAML(data, Options{MACs: map[string]string{"fa:16:3e:00:00:01": "eth0"}})
+		checkParsed(t, n, err)
 	})
 }
 
@@ -260,17 +254,23 @@ func FuzzParseNetworkDataJSON(f *testing.F) {
 	seeds(f, ".json")
 	f.Add([]byte(`{"links":[{"id":"v","type":"vlan","vlan_link":"v","vlan_id":1}]}`))
 	f.Add([]byte(`{"links":[{"id":1,"type":"bond","bond_links":[1,2]}],"networks":[{"link":1,"type":"ipv6","ip_address":"::1","netmask":"::"}]}`))
+	for _, h := range hostileNetworkData {
+		f.Add([]byte(h.input))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, _ := NetworkDataJSON(data, Options{MACs: map[string]string{"fa:16:3e:00:20:01": "eth0"}})
-		renderAll(t, n)
+		n, err := NetworkDataJSON(data, Options{MACs: map[string]string{"fa:16:3e:00:20:01": "eth0"}})
+		checkParsed(t, n, err)
 	})
 }
 
 func FuzzParseENI(f *testing.F) {
 	seeds(f, ".eni")
 	f.Add([]byte("iface eth0:1 inet static\n address 10.0.0.1\nauto eth0:1\n"))
+	for _, h := range hostileENI {
+		f.Add([]byte(h.input))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, _ := ENI(data, Options{})
-		renderAll(t, n)
+		n, err := ENI(data, Options{})
+		checkParsed(t, n, err)
 	})
 }

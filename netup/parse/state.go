@@ -66,7 +66,7 @@ func (in *interpreter) command(cmd map[string]any, where string) {
 		return
 	}
 	if name, ok := cmd["name"]; ok {
-		where = fmt.Sprintf("%s (%s %s)", where, typ, pyfmt.Str(name))
+		where = fmt.Sprintf("%s (%s %s)", where, label(typ), label(name))
 	}
 	var err error
 	switch typ {
@@ -83,7 +83,7 @@ func (in *interpreter) command(cmd map[string]any, where string) {
 	case "route":
 		err = in.route(cmd)
 	default:
-		err = fmt.Errorf("unknown type %q", typ)
+		err = fmt.Errorf("unknown type %s", quoteValue(typ))
 	}
 	if err != nil {
 		in.fail(fmt.Errorf("%s: %w", where, err))
@@ -103,17 +103,40 @@ func requireKeys(cmd map[string]any, keys ...string) error {
 	return nil
 }
 
+// nameOf reads an item's interface name, which every renderer writes and
+// net-convert makes part of file names.
 func nameOf(cmd map[string]any) (string, error) {
+	var name string
 	switch v := cmd["name"].(type) {
 	case string:
 		if v == "" {
 			return "", errors.New("empty \"name\"")
 		}
-		return v, nil
+		name = v
 	case int64, float64:
-		return pyfmt.Str(v), nil
+		name = pyfmt.Str(v)
+	default:
+		return "", fmt.Errorf("key \"name\": expected a string, got a %s", yaml11.Kind(cmd["name"]))
 	}
-	return "", fmt.Errorf("key \"name\": expected a string, got a %s", yaml11.Kind(cmd["name"]))
+	if !checkIfaceName(name) {
+		return "", invalid("name", name, wantIfaceName)
+	}
+	return name, nil
+}
+
+// ifaceNames reads a list of interface names (bond members, bridge
+// ports).
+func ifaceNames(key string, v any) ([]string, error) {
+	names, err := scalarList(v)
+	if err != nil {
+		return nil, fmt.Errorf("key %q: %w", key, err)
+	}
+	for i, name := range names {
+		if !checkIfaceName(name) {
+			return nil, invalid(fmt.Sprintf("%s[%d]", key, i), name, wantIfaceName)
+		}
+	}
+	return names, nil
 }
 
 // fixedKeys are the interface keys that handle_physical always rewrites,
@@ -124,8 +147,29 @@ var fixedKeys = map[string]bool{
 	"accept-ra": true, "wakeonlan": true,
 }
 
-func (in *interpreter) setParams(iface *model.Interface, params map[string]any) {
-	for _, k := range orderedKeys(params, nil) {
+// setParams copies link parameters onto iface. A parameter becomes a
+// line of its own in ENI and a word of sysconfig's BONDING_OPTS, so its
+// name and value are checked first; nothing is set when one is invalid.
+func (in *interpreter) setParams(iface *model.Interface, params map[string]any) error {
+	keys := orderedKeys(params, nil)
+	for _, k := range keys {
+		v := params[k]
+		switch {
+		case k == "driver":
+			if !checkDriver(pyfmt.Str(v)) {
+				return fmt.Errorf("params: %w", invalid("driver", v, wantDriver))
+			}
+		case fixedKeys[k]:
+		default:
+			if err := checkParamKey(k); err != nil {
+				return fmt.Errorf("params: %w", err)
+			}
+			if err := checkParamValue(k, paramValue(v)); err != nil {
+				return fmt.Errorf("params: %w", err)
+			}
+		}
+	}
+	for _, k := range keys {
 		v := params[k]
 		switch {
 		case k == "driver":
@@ -135,6 +179,7 @@ func (in *interpreter) setParams(iface *model.Interface, params map[string]any) 
 			iface.SetParam(k, paramValue(v))
 		}
 	}
+	return nil
 }
 
 func (in *interpreter) physical(cmd map[string]any) error {
@@ -154,7 +199,16 @@ func (in *interpreter) physical(cmd map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("key \"params\": %w", err)
 	}
-	in.setParams(iface, params)
+	mac := ""
+	if v, ok := cmd["mac_address"]; ok && v != nil {
+		mac = pyfmt.Str(v)
+		if mac != "" && !checkMAC(mac) {
+			return macError("mac_address", v)
+		}
+	}
+	if err := in.setParams(iface, params); err != nil {
+		return err
+	}
 
 	rawSubnets, err := asList(cmd["subnets"])
 	if err != nil {
@@ -179,15 +233,12 @@ func (in *interpreter) physical(cmd map[string]any) error {
 		}
 	}
 	iface.Type, _ = cmd["type"].(string)
-	iface.MACAddress = ""
-	if mac, ok := cmd["mac_address"]; ok && mac != nil {
-		iface.MACAddress = pyfmt.Str(mac)
-	}
+	iface.MACAddress = mac
 	iface.MTU = 0
 	if mtu, ok := cmd["mtu"]; ok && yaml11.Truthy(mtu) {
-		n, err := toInt(mtu)
+		n, err := checkMTU("mtu", mtu)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("key \"mtu\": %w", err))
+			errs = append(errs, err)
 		} else {
 			iface.MTU = n
 		}
@@ -225,12 +276,16 @@ func (in *interpreter) vlan(cmd map[string]any) error {
 		return errors.Join(errs...)
 	}
 	if cmd["vlan_link"] != nil {
-		iface.VLANLink = pyfmt.Str(cmd["vlan_link"])
+		if link := pyfmt.Str(cmd["vlan_link"]); checkIfaceName(link) {
+			iface.VLANLink = link
+		} else {
+			errs = append(errs, invalid("vlan_link", cmd["vlan_link"], wantIfaceName))
+		}
 	}
 	if cmd["vlan_id"] != nil {
 		id, err := toInt(cmd["vlan_id"])
 		if err != nil || id < 0 || id > 4094 {
-			errs = append(errs, fmt.Errorf("key \"vlan_id\": %v is not a VLAN id (0-4094)", pyfmt.Str(cmd["vlan_id"])))
+			errs = append(errs, invalid("vlan_id", cmd["vlan_id"], "not a VLAN id (0-4094)"))
 		} else {
 			iface.VLANID = id
 		}
@@ -242,9 +297,9 @@ func (in *interpreter) bond(cmd map[string]any) error {
 	if err := requireKeys(cmd, "name", "bond_interfaces", "params"); err != nil {
 		return err
 	}
-	members, err := scalarList(cmd["bond_interfaces"])
+	members, err := ifaceNames("bond_interfaces", cmd["bond_interfaces"])
 	if err != nil {
-		return fmt.Errorf("key \"bond_interfaces\": %w", err)
+		return err
 	}
 	params, err := asMap(cmd["params"])
 	if err != nil {
@@ -271,7 +326,9 @@ func (in *interpreter) bond(cmd map[string]any) error {
 		}
 		m := in.find(member)
 		m.BondMaster = name
-		in.setParams(m, params)
+		if err := in.setParams(m, params); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", member, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -280,9 +337,9 @@ func (in *interpreter) bridge(cmd map[string]any) error {
 	if err := requireKeys(cmd, "name", "bridge_interfaces"); err != nil {
 		return err
 	}
-	ports, err := scalarList(cmd["bridge_interfaces"])
+	ports, err := ifaceNames("bridge_interfaces", cmd["bridge_interfaces"])
 	if err != nil {
-		return fmt.Errorf("key \"bridge_interfaces\": %w", err)
+		return err
 	}
 	var errs []error
 	for _, port := range ports {
@@ -309,7 +366,7 @@ func (in *interpreter) bridge(cmd map[string]any) error {
 			case "off", "0":
 				br.SetParam("bridge_stp", false)
 			default:
-				errs = append(errs, fmt.Errorf("params.bridge_stp: cannot convert %q to a boolean", pyfmt.Str(v)))
+				errs = append(errs, fmt.Errorf("params: %w", invalid("bridge_stp", v, "not a boolean (on, off, 1, 0, true or false)")))
 			}
 		}
 	}
@@ -335,7 +392,31 @@ func parseDNS(cmd map[string]any) (model.DNS, error) {
 	if dns.Search == nil {
 		dns.Search = []string{}
 	}
-	return dns, nil
+	if err := checkNameservers("address", dns.Nameservers); err != nil {
+		return dns, err
+	}
+	return dns, checkSearch("search", dns.Search)
+}
+
+// checkNameservers wants every resolver to be an IP address, which is all
+// resolv.conf, networkd's DNS= and sysconfig's DNSn= take.
+func checkNameservers(key string, servers []string) error {
+	for i, ns := range servers {
+		if !checkIP(ns) {
+			return invalid(fmt.Sprintf("%s[%d]", key, i), ns, wantIP)
+		}
+	}
+	return nil
+}
+
+// checkSearch wants every search domain to be a DNS name.
+func checkSearch(key string, domains []string) error {
+	for i, d := range domains {
+		if !checkDomain(d) {
+			return invalid(fmt.Sprintf("%s[%d]", key, i), d, wantDomain)
+		}
+	}
+	return nil
 }
 
 func (in *interpreter) nameserver(cmd map[string]any, where string) error {
@@ -374,7 +455,7 @@ func (in *interpreter) finishV1() {
 	for _, b := range in.ifaceDNS {
 		iface := in.find(b.name)
 		if iface == nil {
-			in.fail(fmt.Errorf("%s: nameserver specified for interface %s, but interface %s does not exist", b.where, b.name, b.name))
+			in.fail(fmt.Errorf("%s: nameserver specified for interface %s, but interface %s does not exist", b.where, label(b.name), label(b.name)))
 			continue
 		}
 		dns := b.dns
@@ -407,43 +488,54 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 	if !ok || typ == "" {
 		return s, errors.New("missing or non-string key \"type\"")
 	}
+	if !checkToken(typ) {
+		return s, invalid("type", typ, wantToken)
+	}
 	s.Type = typ
-	str := func(key string) string {
-		if v := m[key]; yaml11.Truthy(v) {
-			return pyfmt.Str(v)
+	var errs []error
+	// str reads an optional scalar that check must accept.
+	str := func(key string, check func(string) bool, want string) string {
+		v := m[key]
+		if !yaml11.Truthy(v) {
+			return ""
 		}
+		if s := pyfmt.Str(v); check(s) {
+			return s
+		}
+		errs = append(errs, invalid(key, v, want))
 		return ""
 	}
-	s.Gateway = str("gateway")
-	s.Broadcast = str("broadcast")
-	s.Pointopoint = str("pointopoint")
-	s.Scope = str("scope")
-	s.Control = str("control")
+	s.Gateway = str("gateway", checkIP, wantIP)
+	s.Broadcast = str("broadcast", checkIP, wantIP)
+	s.Pointopoint = str("pointopoint", checkIP, wantIP)
+	s.Scope = str("scope", checkToken, wantToken)
+	s.Control = str("control", checkToken, wantToken)
 	s.IPv4 = yaml11.Truthy(m["ipv4"])
 	s.IPv6 = yaml11.Truthy(m["ipv6"])
-	var errs []error
-	for _, key := range []string{"metric", "mtu"} {
-		if v := m[key]; yaml11.Truthy(v) {
-			n, err := toInt(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("key %q: %w", key, err))
-				continue
-			}
-			if key == "metric" {
-				s.Metric = n
-			} else {
-				s.MTU = n
-			}
+	if v := m["metric"]; yaml11.Truthy(v) {
+		if s.Metric, err = checkMetric("metric", v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if v := m["mtu"]; yaml11.Truthy(v) {
+		if s.MTU, err = checkMTU("mtu", v); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if v := m["dns_nameservers"]; yaml11.Truthy(v) {
 		if s.DNSNameservers, err = splitList(v); err != nil {
 			errs = append(errs, fmt.Errorf("key \"dns_nameservers\": %w", err))
+		} else if err := checkNameservers("dns_nameservers", s.DNSNameservers); err != nil {
+			s.DNSNameservers = nil
+			errs = append(errs, err)
 		}
 	}
 	if v := m["dns_search"]; yaml11.Truthy(v) {
 		if s.DNSSearch, err = splitList(v); err != nil {
 			errs = append(errs, fmt.Errorf("key \"dns_search\": %w", err))
+		} else if err := checkSearch("dns_search", s.DNSSearch); err != nil {
+			s.DNSSearch = nil
+			errs = append(errs, err)
 		}
 	}
 	if typ == model.SubnetStatic || typ == model.SubnetStatic6 {
@@ -463,7 +555,13 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 		}
 		s.Address, s.Prefix, s.Netmask = addr, prefix, netmask
 	} else if v := m["address"]; yaml11.Truthy(v) {
-		s.Address = pyfmt.Str(v)
+		// Kept as given, as cloud-init keeps it, once it is known to be
+		// an address with or without a prefix.
+		if _, _, _, err := model.ParseNetwork(pyfmt.Str(v)); err != nil {
+			errs = append(errs, invalid("address", v, "not an IP address or network"))
+		} else {
+			s.Address = pyfmt.Str(v)
+		}
 	}
 	routes, err := asList(m["routes"])
 	if err != nil {
@@ -490,35 +588,34 @@ func normalizeSubnet(raw any) (model.Subnet, error) {
 // else 24 for IPv4 and 64 for IPv6. Zero prefix and netmask values count
 // as absent, as in cloud-init.
 func normalizeNet(address string, prefix, netmask any) (addr string, pfx int, mask string, err error) {
+	const wantNet = "not an IP address with an optional /prefix or /netmask"
 	addr, maskPart, ipv6, err := model.ParseNetwork(address)
 	if err != nil {
-		return "", 0, "", err
+		return "", 0, "", invalidf(address, wantNet)
+	}
+	maxPrefix := 32
+	parseMask := model.IPv4MaskToPrefix
+	if ipv6 {
+		maxPrefix, parseMask = 128, model.IPv6MaskToPrefix
 	}
 	switch {
 	case strings.Contains(address, "/"):
-		if ipv6 {
-			pfx, err = model.IPv6MaskToPrefix(maskPart)
-		} else {
-			pfx, err = model.IPv4MaskToPrefix(maskPart)
+		if pfx, err = parseMask(maskPart); err != nil {
+			return "", 0, "", invalidf(address, wantNet)
 		}
 	case yaml11.Truthy(prefix):
 		pfx, err = toInt(prefix)
-		if err == nil && (pfx < 0 || (ipv6 && pfx > 128) || (!ipv6 && pfx > 32)) {
-			err = fmt.Errorf("prefix %d out of range", pfx)
+		if err != nil || pfx < 0 || pfx > maxPrefix {
+			return "", 0, "", invalid("prefix", prefix, fmt.Sprintf("not a prefix length (0 to %d)", maxPrefix))
 		}
 	case yaml11.Truthy(netmask):
-		if ipv6 {
-			pfx, err = model.IPv6MaskToPrefix(pyfmt.Str(netmask))
-		} else {
-			pfx, err = model.IPv4MaskToPrefix(pyfmt.Str(netmask))
+		if pfx, err = parseMask(pyfmt.Str(netmask)); err != nil {
+			return "", 0, "", invalid("netmask", netmask, "not a netmask")
 		}
 	case ipv6:
 		pfx = 64
 	default:
 		pfx = 24
-	}
-	if err != nil {
-		return "", 0, "", err
 	}
 	if !ipv6 {
 		mask = model.PrefixToIPv4Mask(pfx)
@@ -548,12 +645,14 @@ func normalizeRoute(m map[string]any) (model.Route, error) {
 	}
 	r.Network, r.Prefix, r.Netmask = addr, pfx, mask
 	if present("gateway") {
-		r.Gateway = pyfmt.Str(m["gateway"])
+		if r.Gateway = pyfmt.Str(m["gateway"]); !checkIP(r.Gateway) {
+			return r, invalid("gateway", m["gateway"], wantIP)
+		}
 	}
 	if present("metric") {
-		n, err := toInt(m["metric"])
+		n, err := checkMetric("metric", m["metric"])
 		if err != nil {
-			return r, fmt.Errorf("key \"metric\": %w", err)
+			return r, err
 		}
 		r.Metric = &n
 	}

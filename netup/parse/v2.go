@@ -19,7 +19,7 @@ func v2(m map[string]any, opts Options, order func(keys ...string) []string) (*m
 		}
 		devices, err := asMap(m[section])
 		if err != nil {
-			in.fail(fmt.Errorf("%s: %w", section, err))
+			in.fail(fmt.Errorf("%s: %w", label(section), err))
 			continue
 		}
 		names := orderedKeys(devices, order(section))
@@ -36,22 +36,30 @@ func v2(m map[string]any, opts Options, order func(keys ...string) []string) (*m
 			// cloud-init renders wifis only through netplan (passthrough).
 			continue
 		default:
-			in.fail(fmt.Errorf("%s: unsupported section (want ethernets, bonds, bridges, vlans or wifis)", section))
+			in.fail(fmt.Errorf("%s: unsupported section (want ethernets, bonds, bridges, vlans or wifis)", label(section)))
 			continue
 		}
 		in.v2Nameservers(section, devices, names)
+	}
+	// The netplan renderer writes the document as it is, keys seedinit
+	// never reads included. Checked last, so that a value seedinit reads
+	// is reported for what it is not (a MAC, a name).
+	if !errors.Is(errors.Join(in.errs...), ErrInvalidValue) {
+		if err := checkNoControl("network", m); err != nil {
+			in.fail(err)
+		}
 	}
 	n, err := in.result()
 	if err != nil {
 		err = fmt.Errorf("parse network config v2: %w", err)
 	}
-	return n, err
+	return refuse(n, err)
 }
 
 func (in *interpreter) device(section, name string, raw any) (map[string]any, bool) {
 	cfg, err := asMap(raw)
 	if err != nil {
-		in.fail(fmt.Errorf("%s.%s: %w", section, name, err))
+		in.fail(fmt.Errorf("%s.%s: %w", section, label(name), err))
 		return nil, false
 	}
 	return cfg, true
@@ -63,7 +71,11 @@ func (in *interpreter) ethernets(devices map[string]any, names []string) {
 		if !ok {
 			continue
 		}
-		where := "ethernets." + eth
+		where := "ethernets." + label(eth)
+		if err := checkV2Device(cfg); err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+			continue
+		}
 		match, err := asMap(cfg["match"])
 		if err != nil {
 			in.fail(fmt.Errorf("%s: key \"match\": %w", where, err))
@@ -120,7 +132,11 @@ func (in *interpreter) vlans(devices map[string]any, names []string) {
 		if !ok {
 			continue
 		}
-		where := "vlans." + name
+		where := "vlans." + label(name)
+		if err := checkV2Device(cfg); err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+			continue
+		}
 		cmd := map[string]any{
 			"type":      model.TypeVLAN,
 			"name":      name,
@@ -154,7 +170,11 @@ func (in *interpreter) bondsOrBridges(devices map[string]any, names []string, ty
 		if !ok {
 			continue
 		}
-		where := section + "." + name
+		where := section + "." + label(name)
+		if err := checkV2Device(cfg); err != nil {
+			in.fail(fmt.Errorf("%s: %w", where, err))
+			continue
+		}
 		params, err := asMap(cfg["parameters"])
 		if err != nil {
 			in.fail(fmt.Errorf("%s: key \"parameters\": %w", where, err))
@@ -172,7 +192,7 @@ func (in *interpreter) bondsOrBridges(devices map[string]any, names []string, ty
 			}
 			v1Key, ok := model.V1Param(table, k)
 			if !ok {
-				in.fail(fmt.Errorf("%s: parameters: unknown %s parameter %q", where, typ, k))
+				in.fail(fmt.Errorf("%s: parameters: unknown %s parameter %s", where, typ, quoteValue(k)))
 				continue
 			}
 			v1Params[v1Key] = v
@@ -295,8 +315,8 @@ func v2Subnets(cfg map[string]any) ([]any, error) {
 func (in *interpreter) v2Nameservers(section string, devices map[string]any, names []string) {
 	for _, key := range names {
 		cfg, ok := devices[key].(map[string]any)
-		if !ok {
-			continue
+		if !ok || checkV2Device(cfg) != nil {
+			continue // reported with the device
 		}
 		name := key
 		if v := cfg["set-name"]; yaml11.Truthy(v) {
@@ -306,7 +326,7 @@ func (in *interpreter) v2Nameservers(section string, devices map[string]any, nam
 		if !ok {
 			continue
 		}
-		where := section + "." + key
+		where := section + "." + label(key)
 		nsCfg, err := asMap(raw)
 		if err != nil {
 			continue // reported with the device's addresses
@@ -339,10 +359,123 @@ func (in *interpreter) v2Nameservers(section string, devices map[string]any, nam
 		}
 		iface := in.find(name)
 		if iface == nil {
-			in.fail(fmt.Errorf("%s: nameservers: no interface %s", where, name))
+			in.fail(fmt.Errorf("%s: nameservers: no interface %s", where, label(name)))
 			continue
 		}
 		dns, _ := parseDNS(cmd)
 		iface.DNS = &dns
 	}
+}
+
+// dhcpOverrideBools are the v2 DHCP overrides networkd's renderer writes
+// as they are (UseDNS=, UseDomains=, ...): netplan takes a boolean, and
+// use-domains also "route".
+var dhcpOverrideBools = []string{"use-dns", "use-domains", "use-hostname", "use-ntp", "send-hostname", "use-mtu", "use-routes"}
+
+// checkV2Device checks the values of a v2 device under their v2 names,
+// before they become v1 commands (whose own checks would name the keys
+// differently), and those that reach the rendered files without passing
+// through a command at all: the MAC a device is given (macaddress) and
+// the DHCP overrides the networkd renderer reads from the document.
+func checkV2Device(cfg map[string]any) error {
+	if match, ok := cfg["match"].(map[string]any); ok {
+		if v := match["macaddress"]; yaml11.Truthy(v) && !checkMAC(pyfmt.Str(v)) {
+			return fmt.Errorf("match: %w", macError("macaddress", v))
+		}
+		if v := match["driver"]; yaml11.Truthy(v) && !checkDriver(pyfmt.Str(v)) {
+			return fmt.Errorf("match: %w", invalid("driver", v, wantDriver))
+		}
+	}
+	if v := cfg["set-name"]; yaml11.Truthy(v) && !checkIfaceName(pyfmt.Str(v)) {
+		return invalid("set-name", v, wantIfaceName)
+	}
+	if v, ok := cfg["macaddress"]; ok && v != nil && !checkMAC(pyfmt.Str(v)) {
+		return macError("macaddress", v)
+	}
+	if v, ok := cfg["link"]; ok && v != nil && !checkIfaceName(pyfmt.Str(v)) {
+		return invalid("link", v, wantIfaceName)
+	}
+	if v, ok := cfg["mtu"]; ok && yaml11.Truthy(v) {
+		if _, err := checkMTU("mtu", v); err != nil {
+			return err
+		}
+	}
+	if v, ok := cfg["id"]; ok && v != nil {
+		if id, err := toInt(v); err != nil || id < 0 || id > 4094 {
+			return invalid("id", v, "not a VLAN id (0-4094)")
+		}
+	}
+	if list, ok := cfg["interfaces"].([]any); ok {
+		for i, v := range list {
+			if !checkIfaceName(pyfmt.Str(v)) {
+				return invalid(fmt.Sprintf("interfaces[%d]", i), v, wantIfaceName)
+			}
+		}
+	}
+	if list, ok := cfg["addresses"].([]any); ok {
+		for i, v := range list {
+			if s, ok := v.(string); ok {
+				if _, _, _, err := model.ParseNetwork(s); err != nil {
+					return invalid(fmt.Sprintf("addresses[%d]", i), s, "not an IP address with an optional /prefix")
+				}
+			}
+		}
+	}
+	for _, key := range []string{"gateway4", "gateway6"} {
+		if v, ok := cfg[key]; ok && v != nil && !checkIP(pyfmt.Str(v)) {
+			return invalid(key, v, wantIP)
+		}
+	}
+	if ns, ok := cfg["nameservers"].(map[string]any); ok {
+		if list, err := scalarList(ns["addresses"]); err == nil {
+			if err := checkNameservers("nameservers.addresses", list); err != nil {
+				return err
+			}
+		}
+		if list, err := scalarList(ns["search"]); err == nil {
+			if err := checkSearch("nameservers.search", list); err != nil {
+				return err
+			}
+		}
+	}
+	if routes, ok := cfg["routes"].([]any); ok {
+		for i, raw := range routes {
+			r, ok := raw.(map[string]any)
+			if !ok {
+				continue
+			}
+			if v, ok := r["via"]; ok && v != nil && !checkIP(pyfmt.Str(v)) {
+				return invalid(fmt.Sprintf("routes[%d].via", i), v, wantIP)
+			}
+			if v, ok := r["metric"]; ok {
+				if _, err := checkMetric(fmt.Sprintf("routes[%d].metric", i), v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, fam := range []string{"dhcp4-overrides", "dhcp6-overrides"} {
+		overrides, ok := cfg[fam].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, key := range dhcpOverrideBools {
+			v, ok := overrides[key]
+			if !ok {
+				continue
+			}
+			if _, isBool := v.(bool); !isBool && !checkToken(pyfmt.Str(v)) {
+				return fmt.Errorf("%s: %w", fam, invalid(key, v, "not a boolean"))
+			}
+		}
+		if v, ok := overrides["hostname"]; ok && !checkDomain(pyfmt.Str(v)) {
+			return fmt.Errorf("%s: %w", fam, invalid("hostname", v, "not a host name (labels of A-Z a-z 0-9, - and _, separated by dots)"))
+		}
+		if v, ok := overrides["route-metric"]; ok {
+			if _, err := checkMetric("route-metric", v); err != nil {
+				return fmt.Errorf("%s: %w", fam, err)
+			}
+		}
+	}
+	return nil
 }

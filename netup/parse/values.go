@@ -50,7 +50,7 @@ func toInt(v any) (int, error) {
 	case string:
 		n, err := strconv.Atoi(strings.TrimSpace(x))
 		if err != nil {
-			return 0, fmt.Errorf("%q is not an integer", x)
+			return 0, fmt.Errorf("%s is not an integer", quoteValue(x))
 		}
 		return n, nil
 	}

@@ -24,7 +24,7 @@ func Vultr(data []byte, opts Options) (*model.Network, error) {
 		return nil, convErr
 	}
 	n, parseErr := v1(cfg, opts)
-	return n, errors.Join(convErr, parseErr)
+	return refuse(n, errors.Join(convErr, parseErr))
 }
 
 // VultrNetworkConfig turns Vultr's "interfaces" list into the cloud-init
@@ -105,7 +105,7 @@ func VultrNetworkConfig(data []byte, macs map[string]string) (cfg map[string]any
 			continue
 		}
 		if mac, ok := nic["mac"].(string); ok {
-			where = fmt.Sprintf("%s (MAC %s)", where, mac)
+			where = fmt.Sprintf("%s (MAC %s)", where, label(mac))
 		}
 		entry, nicErrs := vultrInterface(nic, names, primary)
 		for _, err := range nicErrs {

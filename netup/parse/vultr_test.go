@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/render"
 )
 
 // vultrFixture is one file of testdata/vultr: the network part of Vultr's
@@ -220,9 +219,11 @@ func TestVultrBadItems(t *testing.T) {
 			name: "bad private address reported by the v1 parser",
 			input: `{"interfaces": [{"mac": "56:00:00:00:00:01"},
 				{"mac": "5a:00:00:00:00:02", "ipv4": {"address": "10.1.0.500", "netmask": "255.255.0.0"}}]}`,
-			macs:      twoNICs,
-			wantErrs:  []string{"config[2] (physical eth1): subnets[0]"},
-			wantIface: []string{"eth0", "eth1"},
+			macs: twoNICs,
+			// cloud-init's v1 parser raises on the address; the whole
+			// config is refused.
+			wantErrs: []string{`config[2] (physical eth1): subnets[0]: key "address": "10.1.0.500": not an IP address`},
+			wantNil:  true,
 		},
 		{
 			name:      "upper-case MAC in the metadata",
@@ -299,16 +300,13 @@ func FuzzVultr(f *testing.F) {
 	f.Add([]byte(`{"interfaces": [{"mac": "56:00:00:00:00:01", "routes": "x", "mtu": "big", "ipv6": {"additional": [{"network": null, "prefix": []}]}}]}`), "56:00:00:00:00:01")
 	f.Add([]byte(`{"interfaces": [{"mac": "a"}, {"mac": "a", "ipv4": {"address": 1, "netmask": 1e400}}]}`), "A")
 	f.Add([]byte(`{"cloud_interfaces": null}`), "")
+	f.Add([]byte(`{"interfaces": [{"mac": "56:00:00:00:00:01\n  up touch /tmp/PWNED"}]}`), "56:00:00:00:00:01\n  up touch /tmp/PWNED")
+	f.Add([]byte(`{"interfaces": [{"mac": "56:00:00:00:00:01", "mtu": "1500\n", "routes": [{"network": "10.0.0.0", "netmask": "255.0.0.0", "gateway": "10.0.0.1\u0000"}]}]}`), "56:00:00:00:00:01")
 	f.Fuzz(func(t *testing.T, data []byte, mac string) {
 		n, err := Vultr(data, Options{MACs: map[string]string{mac: "eth0", "5a:00:00:00:00:02": "eth1", "56:00:03:1b:4e:ca": "ens3"}})
 		if n == nil && err == nil {
 			t.Fatal("nil network without an error")
 		}
-		if n != nil {
-			_, _ = render.ENIContent(n)
-			if _, err := render.Netplan(n); err != nil {
-				t.Logf("render netplan: %v", err)
-			}
-		}
+		checkParsed(t, n, err)
 	})
 }
