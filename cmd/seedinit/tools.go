@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strconv"
 
 	"github.com/seedinit/seedinit/apply/disk"
+	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/netup"
 )
 
@@ -63,17 +64,8 @@ func runNetConvert(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	// A bad item still leaves files for the rest: write them, then report.
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(outDir, filepath.FromSlash(n))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fail(stderr, "net-convert: %v", err)
-		}
-		if err := writeFileAtomic(p, files[n], 0o644); err != nil {
+	if len(files) > 0 {
+		if err := writeConverted(outDir, files); err != nil {
 			return fail(stderr, "net-convert: %v", err)
 		}
 	}
@@ -85,6 +77,39 @@ func runNetConvert(args []string, stdout, stderr io.Writer) int {
 		return exitRecoverable
 	}
 	return exitOK
+}
+
+// writeConverted writes net-convert's files under outDir (created if
+// missing) through a target root there: every path is resolved as if
+// outDir were "/", so neither a ".." in a rendered path nor a symlink
+// already in outDir can take a write above it. A path that is not plain
+// relative is refused before anything is written.
+func writeConverted(outDir string, files map[string][]byte) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if err := netup.CheckOutputPath(n); err != nil {
+			return fmt.Errorf("write under %s: %w", outDir, err)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	root, err := target.Open(outDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, n := range names {
+		if err := root.MkdirAll(path.Dir(n), 0o755, target.KeepOwner); err != nil {
+			return fmt.Errorf("write under %s: %w", outDir, err)
+		}
+		if err := root.WriteFile(n, files[n], 0o644, target.KeepOwner); err != nil {
+			return fmt.Errorf("write under %s: %w", outDir, err)
+		}
+	}
+	return root.Sync()
 }
 
 // runGrowpart behaves like cloud-utils' growpart: its output lines and its
