@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
@@ -129,7 +130,11 @@ func run(ctx context.Context, env *apply.Env) error {
 		return errors.Join(parseErr, fmt.Errorf("render network config from the %s as %s: %w", source, renderer, renderErr))
 	}
 	if renderer != RendererSysconfig {
-		if resolv := resolvConf(env.Root, n); resolv != nil {
+		resolv, err := resolvConf(env.Root, n)
+		if err != nil {
+			return errors.Join(parseErr, renderErr, err)
+		}
+		if resolv != nil {
 			files[render.ResolvConfPath] = resolv
 		}
 	}
@@ -260,18 +265,26 @@ func chooseRenderer(env *apply.Env) (string, error) {
 // resolvConf returns /etc/resolv.conf contents from the global DNS
 // settings, only for a target whose resolv.conf nothing else manages: not
 // a symlink (systemd-resolved, resolvconf), and no resolvconf tool that
-// ENI's dns-nameservers lines would feed.
-func resolvConf(root *target.Root, n *model.Network) []byte {
+// ENI's dns-nameservers lines would feed. A nameserver or search domain
+// that is not one word of printable characters is refused, as the
+// renderers refuse one: it would add a line (another nameserver) of its
+// own.
+func resolvConf(root *target.Root, n *model.Network) ([]byte, error) {
 	dns := n.DNS
 	if len(dns.Nameservers) == 0 {
-		return nil
+		return nil, nil
 	}
 	if fi, err := root.Lstat("/etc/resolv.conf"); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return nil
+		return nil, nil
 	}
 	for _, tool := range []string{"/sbin/resolvconf", "/usr/sbin/resolvconf", "/lib/systemd/systemd-resolved", "/usr/lib/systemd/systemd-resolved"} {
 		if root.Exists(tool) {
-			return nil
+			return nil, nil
+		}
+	}
+	for _, v := range append(append([]string{}, dns.Nameservers...), dns.Search...) {
+		if v == "" || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return nil, fmt.Errorf("write /etc/resolv.conf: %s: not one word of printable characters", strconv.Quote(v))
 		}
 	}
 	var b strings.Builder
@@ -282,7 +295,7 @@ func resolvConf(root *target.Root, n *model.Network) []byte {
 	if len(dns.Search) > 0 {
 		b.WriteString("search " + strings.Join(dns.Search, " ") + "\n")
 	}
-	return []byte(b.String())
+	return []byte(b.String()), nil
 }
 
 func writeFiles(env *apply.Env, files render.Files) error {
@@ -293,7 +306,13 @@ func writeFiles(env *apply.Env, files render.Files) error {
 	sort.Strings(names)
 	var errs []error
 	for _, name := range names {
-		p := "/" + strings.TrimPrefix(path.Clean("/"+name), "/")
+		// The root keeps every write inside the target; a path with ".."
+		// would still land elsewhere in it than the renderer meant.
+		if err := netup.CheckOutputPath(name); err != nil {
+			errs = append(errs, fmt.Errorf("write network config: %w", err))
+			continue
+		}
+		p := "/" + name
 		if err := env.Root.MkdirAll(path.Dir(p), 0o755, target.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("write network config %s: %w", p, err))
 			continue

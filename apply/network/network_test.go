@@ -13,7 +13,10 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
+	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/netup"
+	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/netup/parse"
 )
 
 const v1Static = `version: 1
@@ -291,5 +294,63 @@ func TestRegistered(t *testing.T) {
 	names := apply.Registered()
 	if i := sort.SearchStrings(names, ModuleName); i == len(names) || names[i] != ModuleName {
 		t.Errorf("module %q not registered (have %v)", ModuleName, names)
+	}
+}
+
+// TestHostileConfigWritesNothing: a datasource's config with a MAC that
+// carries a second line (an "up" command for ifupdown, a line for the
+// udev rules) is refused whole, as an unparsable one is: the module
+// fails, naming the value, and writes no file, whatever the renderer.
+func TestHostileConfigWritesNothing(t *testing.T) {
+	hostile := "version: 1\nconfig:\n  - type: physical\n    name: eth0\n    mac_address: \"52:54:00:12:34:56\\n  up touch /tmp/PWNED\"\n    subnets: [{type: static, address: 192.0.2.10/24}]\n  - {type: nameserver, address: [192.0.2.53]}\n"
+	for _, layout := range [][]string{
+		{"etc/network/interfaces"},
+		{"etc/sysconfig/network-scripts/"},
+		{"etc/netplan/"},
+		{"etc/systemd/network/"},
+	} {
+		t.Run(layout[0], func(t *testing.T) {
+			dir := t.TempDir()
+			mkdirs(t, dir, layout...)
+			before := files(t, dir)
+			env := applytest.NewEnvAt(t, dir, nil)
+			env.Stage = apply.StageLocal
+			env.Seed.NetworkConfig = []byte(hostile)
+			env.Seed.NetworkFormat = "v1"
+			err := run(context.Background(), env.Env)
+			if !errors.Is(err, parse.ErrInvalidValue) {
+				t.Fatalf("run = %v, want parse.ErrInvalidValue", err)
+			}
+			if want := `key "mac_address": "52:54:00:12:34:56\n  up touch /tmp/PWNED": not a MAC address`; !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+			if diff := cmp.Diff(before, files(t, dir)); diff != "" {
+				t.Errorf("target files changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestResolvConfRefusesUnsafeValues is the second line of defence for
+// the resolv.conf the module writes beside ENI, netplan and networkd: a
+// nameserver or search domain that would add a line of its own.
+func TestResolvConfRefusesUnsafeValues(t *testing.T) {
+	root, err := target.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, dns := range []model.DNS{
+		{Nameservers: []string{"192.0.2.53\nnameserver 6.6.6.6"}},
+		{Nameservers: []string{"192.0.2.53"}, Search: []string{"a.example\noptions ndots:15"}},
+		{Nameservers: []string{"192.0.2.53 6.6.6.6"}},
+	} {
+		if got, err := resolvConf(root, &model.Network{DNS: dns}); err == nil {
+			t.Errorf("resolvConf(%q) wrote %q", dns, got)
+		}
+	}
+	got, err := resolvConf(root, &model.Network{DNS: model.DNS{Nameservers: []string{"192.0.2.53"}, Search: []string{"example.com"}}})
+	if err != nil || !strings.Contains(string(got), "nameserver 192.0.2.53\nsearch example.com\n") {
+		t.Errorf("resolvConf = %q, %v", got, err)
 	}
 }
