@@ -66,6 +66,10 @@ var convertCases = []convertCase{
 	{file: "v2-match-no-setname.yaml", kind: KindYAML, differs: map[string]string{
 		"eni": "cloud-init writes wan's own DNS as a Python dict line; seedinit leaves it out",
 	}},
+	{file: "v1-benign-spellings.yaml", kind: KindYAML},
+	{file: "v2-benign-spellings.yaml", kind: KindYAML, differs: map[string]string{
+		"eni": "cloud-init writes eth1's own DNS as a Python dict line; seedinit leaves it out",
+	}},
 	{file: "eni-basic.eni", kind: KindENI},
 	{file: "nd-phy-vlan.json", kind: KindNetworkDataJSON, macs: []MAC{{Name: "eth0", Address: "fa:16:3e:00:20:01"}}},
 	{file: "nd-bond.json", kind: KindNetworkDataJSON, macs: []MAC{{Name: "ens3", Address: "fa:16:3e:00:21:01"}, {Name: "ens4", Address: "fa:16:3e:00:21:02"}}},
