@@ -105,6 +105,50 @@ func benchEC2(n int) ([]byte, []MAC) {
 	return []byte(b.String()), macs
 }
 
+// benchMetadata builds a cloud's metadata for n NICs, all on the machine,
+// one NIC's JSON at a time (nic(i) is the NIC's entry; each starts with
+// a comma after the first).
+func benchMetadata(n int, head, tail string, nic func(i int) string) ([]byte, []MAC) {
+	var b strings.Builder
+	var macs []MAC
+	b.WriteString(head)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(nic(i))
+		macs = append(macs, MAC{Name: fmt.Sprintf("n%d", i), Address: benchMAC(i)})
+	}
+	b.WriteString(tail)
+	return []byte(b.String()), macs
+}
+
+func benchDigitalOcean(n int) ([]byte, []MAC) {
+	return benchMetadata(n, `{"interfaces": {`, `}, "dns": {"nameservers": ["10.0.0.53"]}}`, func(i int) string {
+		return fmt.Sprintf(`"t%d": [{"mac": "%s", "type": "t%d", "ipv4": {"ip_address": "10.%d.%d.2", "netmask": "255.255.255.0"}}]`,
+			i, benchMAC(i), i, i>>8&255, i&255)
+	})
+}
+
+func benchVultr(n int) ([]byte, []MAC) {
+	return benchMetadata(n, `{"interfaces": [`, `]}`, func(i int) string {
+		return fmt.Sprintf(`{"mac": "%s", "ipv4": {"address": "10.%d.%d.2", "netmask": "255.255.255.0"}}`, benchMAC(i), i>>8&255, i&255)
+	})
+}
+
+func benchAzure(n int) ([]byte, []MAC) {
+	return benchMetadata(n, `{"interface": [`, `]}`, func(i int) string {
+		return fmt.Sprintf(`{"macAddress": "%s", "ipv4": {"ipAddress": [{"privateIpAddress": "10.%d.%d.4"}, {"privateIpAddress": "10.%d.%d.5"}], "subnet": [{"prefix": "24"}]}}`,
+			strings.ReplaceAll(benchMAC(i), ":", ""), i>>8&255, i&255, i>>8&255, i&255)
+	})
+}
+
+func benchOracle(n int) ([]byte, []MAC) {
+	return benchMetadata(n, `[`, `]`, func(i int) string {
+		return fmt.Sprintf(`{"macAddr": "%s", "privateIp": "10.%d.%d.5", "subnetCidrBlock": "10.%d.%d.0/24"}`, benchMAC(i), i>>8&255, i&255, i>>8&255, i&255)
+	})
+}
+
 // BenchmarkNetConvertNetworkd is net-convert of a v2 config of many NICs
 // to networkd, at 1k to 8k NICs: its time should double with the count.
 func BenchmarkNetConvertNetworkd(b *testing.B) {
@@ -140,6 +184,10 @@ func BenchmarkNetConvert(b *testing.B) {
 		{"network_data", KindNetworkDataJSON, plain(benchNetworkData)},
 		{"eni", KindENI, plain(benchENI)},
 		{"ec2", KindEC2, benchEC2},
+		{"digitalocean", KindDigitalOcean, benchDigitalOcean},
+		{"vultr", KindVultr, benchVultr},
+		{"azure-imds", KindAzureIMDS, benchAzure},
+		{"oracle-vnics", KindOracleVNICs, benchOracle},
 	}
 	for _, in := range inputs {
 		for _, out := range []string{OutputNetworkd, OutputENI, OutputNetplan, OutputSysconfig} {
