@@ -70,6 +70,11 @@ var (
 // ErrDisabled is returned when the input is "network: {config: disabled}".
 var ErrDisabled = parse.ErrDisabled
 
+// ErrInvalidValue is returned, with no network and no files, when the
+// input holds a value that is not what its key says (a MAC that is not
+// a MAC, a name the kernel would refuse): see parse.ErrInvalidValue.
+var ErrInvalidValue = parse.ErrInvalidValue
+
 // MAC names one of the machine's NICs by its MAC address (net-convert's
 // --mac name,mac[,driver]).
 type MAC struct {
@@ -178,8 +183,9 @@ func CheckOutputPath(p string) error { return render.CheckPath(p) }
 // Items of the input that cannot be used are reported in the returned
 // error, each naming its key or index, while the files hold everything
 // else: a caller may write them and report the error. When nothing could
-// be parsed at all the files are nil. ErrDisabled means the input asked
-// for no network configuration.
+// be parsed at all, or a value was invalid (ErrInvalidValue: the whole
+// input is refused), the files are nil. ErrDisabled means the input
+// asked for no network configuration.
 func Convert(input []byte, kind, outputKind string, macs []MAC) (map[string][]byte, error) {
 	if !contains(OutputKinds, outputKind) {
 		return nil, fmt.Errorf("convert network config: unknown output kind %q (want %s)", outputKind, strings.Join(OutputKinds, ", "))

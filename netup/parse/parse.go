@@ -6,6 +6,10 @@
 // Parsers never stop at the first bad item: they return the network built
 // from every item that could be used together with an error joining one
 // entry per item that could not, each naming the item (its key or index).
+// A value that is not what its key says (ErrInvalidValue: a MAC that is
+// not a MAC, a name the kernel would refuse, an address that does not
+// parse) is different: it may be an attempt to inject a line into the
+// rendered files, and the whole config is refused, with no network.
 package parse
 
 import (

@@ -94,10 +94,10 @@ func label(v any) string {
 	return quoteValue(s)
 }
 
-// HasControl reports whether s holds a control character (C0 or DEL),
+// hasControl reports whether s holds a control character (C0 or DEL),
 // which no value in any network config format may hold: a newline starts
 // a new line (a new udev rule, a new shell assignment, a new ENI option).
-func HasControl(s string) bool {
+func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
@@ -365,12 +365,12 @@ func checkParamValue(key string, v any) error {
 func checkNoControl(path string, v any) error {
 	switch x := v.(type) {
 	case string:
-		if HasControl(x) {
+		if hasControl(x) {
 			return &valueError{fmt.Sprintf("%s: %s: holds a control character", path, quoteValue(x))}
 		}
 	case map[string]any:
 		for _, k := range orderedKeys(x, nil) {
-			if HasControl(k) {
+			if hasControl(k) {
 				return &valueError{fmt.Sprintf("%s: key %s: holds a control character", path, quoteValue(k))}
 			}
 			if err := checkNoControl(path+"."+label(k), x[k]); err != nil {
