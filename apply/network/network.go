@@ -198,6 +198,12 @@ func fallbackConfig(nics []link.NIC) []byte {
 		if nic.MAC == "" || nic.Bond || nic.Bridge || nic.VLAN || nic.Type != 1 {
 			continue
 		}
+		// The name and MAC are written into a YAML document below; the
+		// kernel allows names (quotes, colons, newlines) that would
+		// change its shape, and no config could name such a NIC anyway.
+		if !parse.IsInterfaceName(nic.Name) || !parse.IsMAC(nic.MAC) {
+			continue
+		}
 		candidates = append(candidates, nic)
 	}
 	if len(candidates) == 0 {

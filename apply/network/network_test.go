@@ -15,6 +15,7 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/netup"
+	"github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/parse"
 )
@@ -352,5 +353,20 @@ func TestResolvConfRefusesUnsafeValues(t *testing.T) {
 	got, err := resolvConf(root, &model.Network{DNS: model.DNS{Nameservers: []string{"192.0.2.53"}, Search: []string{"example.com"}}})
 	if err != nil || !strings.Contains(string(got), "nameserver 192.0.2.53\nsearch example.com\n") {
 		t.Errorf("resolvConf = %q, %v", got, err)
+	}
+}
+
+// TestFallbackSkipsUnsafeNames: the fallback config is YAML made from the
+// NICs' names and MACs; a name the kernel allows but no config could
+// hold (a newline, a quote, a colon) must not shape the document.
+func TestFallbackSkipsUnsafeNames(t *testing.T) {
+	for _, name := range []string{"eth0\n  bonds: {}", "a'b", "a:b", "../x"} {
+		if got := fallbackConfig([]link.NIC{{Name: name, MAC: "52:54:00:00:00:01", Type: 1, Carrier: true}}); got != nil {
+			t.Errorf("fallback for %q: %s", name, got)
+		}
+	}
+	got := fallbackConfig([]link.NIC{{Name: "a'b", MAC: "52:54:00:00:00:01", Type: 1}, {Name: "ens3", MAC: "52:54:00:00:00:03", Type: 1}})
+	if !strings.Contains(string(got), "set-name: ens3") {
+		t.Errorf("fallback skipped the good NIC too: %s", got)
 	}
 }
