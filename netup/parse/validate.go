@@ -363,6 +363,38 @@ func checkParamValue(key string, v any) error {
 // control character, by its path. The keys seedinit reads are checked
 // for what they mean elsewhere; this covers the ones it passes through.
 func checkNoControl(path string, v any) error {
+	if !anyControl(v) {
+		return nil
+	}
+	return firstControl(path, v)
+}
+
+// anyControl is checkNoControl's quick pass: no paths, no sorting, for a
+// document of thousands of devices that (nearly always) has nothing to
+// report.
+func anyControl(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return hasControl(x)
+	case map[string]any:
+		for k, item := range x {
+			if hasControl(k) || anyControl(item) {
+				return true
+			}
+		}
+	case []any:
+		for _, item := range x {
+			if anyControl(item) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstControl finds what anyControl found, first in key order, so that
+// the error names the same value every time.
+func firstControl(path string, v any) error {
 	switch x := v.(type) {
 	case string:
 		if hasControl(x) {
@@ -373,13 +405,13 @@ func checkNoControl(path string, v any) error {
 			if hasControl(k) {
 				return &valueError{fmt.Sprintf("%s: key %s: holds a control character", path, quoteValue(k))}
 			}
-			if err := checkNoControl(path+"."+label(k), x[k]); err != nil {
+			if err := firstControl(path+"."+label(k), x[k]); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, item := range x {
-			if err := checkNoControl(fmt.Sprintf("%s[%d]", path, i), item); err != nil {
+			if err := firstControl(fmt.Sprintf("%s[%d]", path, i), item); err != nil {
 				return err
 			}
 		}

@@ -66,8 +66,8 @@ func networkdNetdevs(n *model.Network, units map[string]*networkdUnit) (Files, e
 	members := n.AllBondMembers()
 	netdev := func(name, kind string, dev map[string]any, section string, lines []string) {
 		for _, line := range append([]string{name}, lines...) {
-			if err := checkString("networkd", name+".netdev ["+section+"]", line, false, networkdUnsafe); err != nil && refused == nil {
-				refused = err
+			if why := whyUnsafe("networkd", line, false, networkdUnsafe); why != "" && refused == nil {
+				refused = unsafeError("networkd", name+".netdev ["+section+"]", line, why)
 			}
 		}
 		var b strings.Builder

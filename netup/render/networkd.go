@@ -54,11 +54,11 @@ func (u *networkdUnit) route(id, key, value string) {
 
 // refused records a value a unit file cannot carry on its line.
 func (u *networkdUnit) refused(section, key, value string) bool {
-	err := checkString("networkd", "["+section+"] "+key, value, false, networkdUnsafe)
-	if err != nil && u.err == nil {
-		u.err = err
+	why := whyUnsafe("networkd", value, false, networkdUnsafe)
+	if why != "" && u.err == nil {
+		u.err = unsafeError("networkd", "["+section+"] "+key, value, why)
 	}
-	return err != nil
+	return why != ""
 }
 
 func (u *networkdUnit) String() string {

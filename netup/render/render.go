@@ -73,9 +73,9 @@ func udevRules(n *model.Network) ([]byte, error) {
 		if driver == "" {
 			driver = "?*"
 		}
-		for _, v := range []struct{ key, value string }{{"driver", driver}, {"mac_address", iface.MACAddress}, {"name", iface.Name}} {
-			if err := checkString("udev rules", fmt.Sprintf("network.interfaces[%d].%s", i, v.key), v.value, true, udevUnsafe); err != nil {
-				return nil, err
+		for _, v := range [...]struct{ key, value string }{{"driver", driver}, {"mac_address", iface.MACAddress}, {"name", iface.Name}} {
+			if why := whyUnsafe("udev rules", v.value, true, udevUnsafe); why != "" {
+				return nil, unsafeError("udev rules", fmt.Sprintf("network.interfaces[%d].%s", i, v.key), v.value, why)
 			}
 		}
 		fmt.Fprintf(&b, "SUBSYSTEM==\"net\", ACTION==\"add\", DRIVERS==\"%s\", ATTR{address}==\"%s\", NAME=\"%s\"\n",

@@ -51,16 +51,25 @@ func pathElem(k string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
-// checkString refuses control characters, whitespace in a value that must
-// be one word, and any of the characters in extra.
-func checkString(format, where, s string, word bool, extra string) error {
+// whyUnsafe says what is wrong with s as a value of format ("" when
+// nothing is): control characters, whitespace in a value that must be
+// one word, any of the characters in extra.
+func whyUnsafe(format, s string, word bool, extra string) string {
 	switch {
 	case strings.ContainsFunc(s, isControl):
-		return unsafeError(format, where, s, "holds a control character")
+		return "holds a control character"
 	case word && strings.ContainsFunc(s, unicode.IsSpace):
-		return unsafeError(format, where, s, "holds whitespace where one word is written")
+		return "holds whitespace where one word is written"
 	case extra != "" && strings.ContainsAny(s, extra):
-		return unsafeError(format, where, s, fmt.Sprintf("holds one of %s, which %s cannot carry", strconv.Quote(extra), format))
+		return fmt.Sprintf("holds one of %s, which %s cannot carry", strconv.Quote(extra), format)
+	}
+	return ""
+}
+
+// checkString is whyUnsafe as an error naming the value by where.
+func checkString(format, where, s string, word bool, extra string) error {
+	if why := whyUnsafe(format, s, word, extra); why != "" {
+		return unsafeError(format, where, s, why)
 	}
 	return nil
 }
@@ -73,25 +82,56 @@ func checkString(format, where, s string, word bool, extra string) error {
 // inet static", udev's NAME="..."). The walk is generic so that a field
 // added to the model is covered without anyone remembering to.
 func checkModel(format string, n *model.Network, extra string) error {
-	return walkStrings(reflect.ValueOf(n).Elem(), "network", true, func(where, s string, word bool) error {
-		return checkString(format, where, s, word, extra)
+	var path modelPath
+	return path.walk(reflect.ValueOf(n).Elem(), true, func(s string, word bool) error {
+		if why := whyUnsafe(format, s, word, extra); why != "" {
+			return unsafeError(format, path.String(), s, why)
+		}
+		return nil
 	})
 }
 
 var paramType = reflect.TypeOf(model.Param{})
 
-func walkStrings(v reflect.Value, where string, word bool, check func(where, s string, word bool) error) error {
+// modelPath is where the walk is in the model, spelled only when a value
+// is refused: a render of thousands of interfaces would otherwise make a
+// string for every value it checks.
+type modelPath []pathStep
+
+// pathStep is a field or key name, or a list index when name is empty.
+type pathStep struct {
+	name  string
+	index int
+}
+
+func (p modelPath) String() string {
+	var b strings.Builder
+	b.WriteString("network")
+	for _, s := range p {
+		if s.name == "" {
+			fmt.Fprintf(&b, "[%d]", s.index)
+		} else {
+			b.WriteString("." + pathElem(s.name))
+		}
+	}
+	return b.String()
+}
+
+func (p *modelPath) walk(v reflect.Value, word bool, check func(s string, word bool) error) error {
 	switch v.Kind() {
 	case reflect.String:
-		return check(where, v.String(), word)
+		return check(v.String(), word)
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return walkStrings(v.Elem(), where, word, check)
+		return p.walk(v.Elem(), word, check)
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			if err := walkStrings(v.Index(i), fmt.Sprintf("%s[%d]", where, i), word, check); err != nil {
+			*p = append(*p, pathStep{index: i})
+			err := p.walk(v.Index(i), word, check)
+			*p = (*p)[:len(*p)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -99,10 +139,13 @@ func walkStrings(v reflect.Value, where string, word bool, check func(where, s s
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key()
-			if err := walkStrings(k, where+" key", true, check); err != nil {
+			if err := p.walk(k, true, check); err != nil {
 				return err
 			}
-			if err := walkStrings(iter.Value(), where+"."+pathElem(fmt.Sprint(k.Interface())), word, check); err != nil {
+			*p = append(*p, pathStep{name: fmt.Sprint(k.Interface())})
+			err := p.walk(iter.Value(), word, check)
+			*p = (*p)[:len(*p)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -113,14 +156,17 @@ func walkStrings(v reflect.Value, where string, word bool, check func(where, s s
 			if !f.IsExported() || f.Name == "V2" {
 				continue
 			}
-			name := strings.Split(f.Tag.Get("json"), ",")[0]
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "" || name == "-" {
 				name = f.Name
 			}
 			// A link parameter's value is the rest of an ENI option line
 			// ("bridge_pathcost eth0 10"): words, not one word.
 			fieldWord := word && !(t == paramType && f.Name == "Value")
-			if err := walkStrings(v.Field(i), where+"."+name, fieldWord, check); err != nil {
+			*p = append(*p, pathStep{name: name})
+			err := p.walk(v.Field(i), fieldWord, check)
+			*p = (*p)[:len(*p)-1]
+			if err != nil {
 				return err
 			}
 		}
