@@ -19,7 +19,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "initramfs: usage: seedinit initramfs build --modules-root DIR --kernel-release KVER -o FILE [--add SRC:DST]...")
+		return fail(stderr, "initramfs: usage: seedinit initramfs build --modules-root DIR --kernel-release KVER -o FILE [--add SRC:DST]... [--no-init] [--compress gzip|none]")
 	}
 	fs := flag.NewFlagSet("seedinit initramfs build", flag.ContinueOnError)
 	modRoot := fs.String("modules-root", "", "root holding lib/modules/KVER (for example a dpkg -x of Debian's kernel package)")
@@ -28,6 +28,8 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	self, _ := os.Executable()
 	bin := fs.String("seedinit", self, "seedinit binary to install as /init")
 	mods := fs.String("modules", "", "comma-separated modules to include instead of the default set")
+	noInit := fs.Bool("no-init", false, "leave out /init: only the modules, their index and --add files, to merge into an initramfs with its own init (u-root's -base)")
+	compress := fs.String("compress", "gzip", "gzip, or none for a bare cpio (u-root's -base reads only that)")
 	var adds stringList
 	fs.Var(&adds, "add", "extra file SRC:DST (repeatable)")
 	if _, code, ok := parseFlags(fs, args[1:], stderr); !ok {
@@ -36,7 +38,14 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	if *outFile == "" || (*modRoot != "" && *release == "") {
 		return fail(stderr, "initramfs build: -o is required, and --kernel-release with --modules-root")
 	}
-	o := initramfs.Options{Seedinit: *bin, ModulesRoot: *modRoot, KernelRelease: *release}
+	o := initramfs.Options{Seedinit: *bin, ModulesRoot: *modRoot, KernelRelease: *release, NoInit: *noInit}
+	switch *compress {
+	case "gzip":
+	case "none":
+		o.Uncompressed = true
+	default:
+		return fail(stderr, "initramfs build: --compress %q: want gzip or none", *compress)
+	}
 	if *mods != "" {
 		o.Modules = strings.Split(*mods, ",")
 	}

@@ -271,3 +271,23 @@ func TestApplyWithoutShellSkipsScriptsThenRunsThem(t *testing.T) {
 		t.Errorf("a per-boot script exiting 4: exit %d, %s %q; want exit %d, failed with its status", code, status, msg, exitRecoverable)
 	}
 }
+
+func TestInitramfsBuildFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.cpio")
+	code, _, stderr := run(t, "initramfs", "build", "--no-init", "--compress", "zstd", "-o", out)
+	if code != exitError || !strings.Contains(stderr, `--compress "zstd"`) {
+		t.Errorf("--compress zstd: exit %d, stderr %q; want exit %d naming the value", code, stderr, exitError)
+	}
+	// Without an init and without modules: the device nodes alone, bare.
+	code, _, stderr = run(t, "initramfs", "build", "--no-init", "--compress", "none", "--seedinit", "/nonexistent", "-o", out)
+	if code != exitOK {
+		t.Fatalf("--no-init --compress none: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("070701")) || bytes.Contains(b, []byte("init\x00")) {
+		t.Errorf("want a bare newc cpio without /init, got %q...", b[:min(len(b), 120)])
+	}
+}

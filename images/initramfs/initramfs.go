@@ -1,6 +1,7 @@
 // Package initramfs builds seedinit's initramfs: a gzip'd newc cpio with
 // seedinit as /init, the kernel modules a machine needs to reach its disks,
-// network and seed, their depmod index, and any extra files.
+// network and seed, their depmod index, and any extra files. Without its
+// /init it is the module set for another initramfs (u-root's -base).
 package initramfs
 
 import (
@@ -60,6 +61,13 @@ type Options struct {
 	KernelRelease string
 	Modules       []string // modules to include with their dependencies; nil: DefaultModulesFor the kernel's architecture
 	Extra         []Extra  // --add SRC:DST
+	// NoInit leaves out /init (and Seedinit is not read): the archive is
+	// the modules, their index and the extra files, to be merged into an
+	// initramfs that has its own init, such as u-root's.
+	NoInit bool
+	// Uncompressed writes the bare newc cpio: u-root's -base reads no
+	// other form. The kernel unpacks either.
+	Uncompressed bool
 }
 
 // Extra is an extra file copied in.
@@ -88,23 +96,34 @@ type Report struct {
 // Build writes the initramfs to w.
 func Build(w io.Writer, o Options) (*Report, error) {
 	rep := &Report{}
-	gz, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
-	cw := newNewcWriter(gz)
+	var gz *gzip.Writer
+	out := w
+	if !o.Uncompressed {
+		gz, _ = gzip.NewWriterLevel(w, gzip.BestCompression)
+		out = gz
+	}
+	cw := newNewcWriter(out)
 	var recs []record
 	for _, d := range []string{"dev", "proc", "sys", "run", "sysroot", "tmp", "etc", "bin", "lib", "lib/modules"} {
 		recs = append(recs, dirRecord(d, 0o755))
 	}
+	// The device nodes come along without an init too: the kernel opens
+	// /dev/console for the init's output before any devtmpfs exists, and
+	// u-root's -base replaces u-root's own skeleton, which has them.
 	recs = append(recs,
 		charDevRecord("dev/console", 0o600, 5, 1),
 		charDevRecord("dev/null", 0o666, 1, 3),
 		charDevRecord("dev/kmsg", 0o644, 1, 11),
-		fileRecord("etc/initrd-release", 0o644, []byte("NAME=seedinit\nID=seedinit\n")),
 	)
-	bin, err := os.ReadFile(o.Seedinit)
-	if err != nil {
-		return nil, fmt.Errorf("build initramfs: read seedinit binary: %w", err)
+	if !o.NoInit {
+		bin, err := os.ReadFile(o.Seedinit)
+		if err != nil {
+			return nil, fmt.Errorf("build initramfs: read seedinit binary: %w", err)
+		}
+		recs = append(recs,
+			fileRecord("etc/initrd-release", 0o644, []byte("NAME=seedinit\nID=seedinit\n")),
+			fileRecord("init", 0o755, bin))
 	}
-	recs = append(recs, fileRecord("init", 0o755, bin))
 
 	if o.ModulesRoot != "" {
 		mrecs, err := moduleRecords(o, rep)
@@ -138,8 +157,10 @@ func Build(w io.Writer, o Options) (*Report, error) {
 	if err := cw.Close(); err != nil {
 		return nil, fmt.Errorf("build initramfs: %w", err)
 	}
-	if err := gz.Close(); err != nil {
-		return nil, fmt.Errorf("build initramfs: %w", err)
+	if gz != nil {
+		if err := gz.Close(); err != nil {
+			return nil, fmt.Errorf("build initramfs: %w", err)
+		}
 	}
 	return rep, nil
 }

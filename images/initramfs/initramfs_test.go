@@ -128,6 +128,13 @@ func readArchive(t *testing.T, img []byte) map[string]cpio.Record {
 	if err != nil {
 		t.Fatalf("gunzip: %v", err)
 	}
+	return readRawArchive(t, raw)
+}
+
+// readRawArchive decodes a bare newc cpio, as u-root's -base reads it
+// (with this same reader).
+func readRawArchive(t *testing.T, raw []byte) map[string]cpio.Record {
+	t.Helper()
 	recs, err := cpio.ReadAllRecords(cpio.Newc.Reader(bytes.NewReader(raw)))
 	if err != nil {
 		t.Fatalf("read cpio: %v", err)
@@ -342,6 +349,50 @@ func TestBuildFakeKernel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBuildNoInit is the module set for u-root's -base: a bare cpio with
+// the modules, their index, the added files and the device nodes the
+// kernel needs before any init runs, but no /init (u-root would keep it
+// as /inito and run it first) and no seedinit binary read at all.
+func TestBuildNoInit(t *testing.T) {
+	o := fakeOptions(t)
+	o.NoInit, o.Uncompressed = true, true
+	o.Seedinit = "/nonexistent/seedinit"
+	raw, rep := build(t, o)
+	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
+		t.Fatal("the archive is gzip'd; u-root's -base reads only a bare cpio")
+	}
+	recs := readRawArchive(t, raw)
+	for _, absent := range []string{"init", "etc/initrd-release"} {
+		if _, ok := recs[absent]; ok {
+			t.Errorf("/%s in an archive built without an init", absent)
+		}
+	}
+	modDir := "lib/modules/" + fakeRelease
+	for _, want := range []string{"dev/console", "dev/null", "dev/kmsg", modDir + "/modules.dep", modDir + "/kernel/fs/ext4/ext4.ko", "etc/seedinit.yaml"} {
+		if _, ok := recs[want]; !ok {
+			t.Errorf("no /%s", want)
+		}
+	}
+	if len(rep.Modules) == 0 {
+		t.Error("no modules reported")
+	}
+	// The same set as the initramfs with seedinit: only /init and the
+	// initrd marker differ.
+	withInit := fakeOptions(t)
+	withInit.ModulesRoot, withInit.Extra = o.ModulesRoot, o.Extra
+	full := readArchive(t, func() []byte { b, _ := build(t, withInit); return b }())
+	var extra []string
+	for name := range full {
+		if _, ok := recs[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	if diff := cmp.Diff([]string{"etc/initrd-release", "init"}, extra); diff != "" {
+		t.Errorf("members only in the full initramfs (-want +got):\n%s", diff)
+	}
 }
 
 func TestBuildReproducible(t *testing.T) {
