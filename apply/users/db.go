@@ -284,10 +284,17 @@ type DB struct {
 	memberOf map[string][]string
 }
 
+// rootAccount is the superuser's entry in an account database seedinit
+// starts from nothing: uid 0 is root to the kernel whatever the files say,
+// and sshd, sudo and the ssh module look root up by name. Its password is
+// locked, as Debian's base-passwd leaves it.
+var rootAccount = Passwd{Name: "root", Password: "x", UID: 0, GID: 0, Gecos: "root", Home: "/root", Shell: "/bin/sh"}
+
 // Open reads the four database files and the useradd policy of root. A
 // missing /etc/shadow or /etc/gshadow stays missing (passwords then live
 // in /etc/passwd, as shadow-utils and busybox do without it), unless the
-// root has no /etc/passwd at all: a fresh root gets all four.
+// root has no /etc/passwd at all: a fresh root (a u-root initramfs has
+// none) gets all four, with root in them.
 func Open(root *target.Root) (*DB, error) {
 	policy, err := LoadPolicy(root)
 	if err != nil {
@@ -309,10 +316,14 @@ func Open(root *target.Root) (*DB, error) {
 		}
 		*s.dst = t
 	}
-	if !db.passwd.exists {
+	fresh := !db.passwd.exists
+	if fresh {
 		db.shadow.exists, db.gshadow.exists = true, true
 	}
 	db.passwd.exists, db.group.exists = true, true
+	if fresh {
+		db.addRootAccount()
+	}
 	if db.subIDs, err = openSubIDs(root); err != nil {
 		return nil, err
 	}
@@ -327,6 +338,24 @@ func Open(root *target.Root) (*DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// addRootAccount puts root in a fresh database, in each file that lacks
+// it: without it, new users would be the only accounts on the system.
+func (db *DB) addRootAccount() {
+	r := rootAccount
+	if db.group.find(r.Name) == nil {
+		db.group.add([]string{r.Name, "x", strconv.Itoa(r.GID), ""})
+	}
+	if db.gshadow.find(r.Name) == nil {
+		db.gshadow.add([]string{r.Name, "*", "", ""})
+	}
+	if db.passwd.find(r.Name) == nil {
+		db.passwd.add([]string{r.Name, r.Password, strconv.Itoa(r.UID), strconv.Itoa(r.GID), r.Gecos, r.Home, r.Shell})
+	}
+	if db.shadow.find(r.Name) == nil {
+		db.shadow.add([]string{r.Name, "*", db.today(), "0", "99999", "7", "", "", ""})
+	}
 }
 
 func readTable(root *target.Root, path string, nfields int) (*table, error) {
@@ -452,9 +481,14 @@ func (db *DB) GroupsOf(name string) []string {
 }
 
 // Lookup reads the target's /etc/passwd and returns name's entry; an
-// absent user gives an error wrapping ErrNotFound.
+// absent user gives an error wrapping ErrNotFound. A target with no
+// /etc/passwd at all (a u-root initramfs) still has root, uid 0 with
+// /root as its home, as a fresh database gets it.
 func Lookup(root *target.Root, name string) (Passwd, error) {
 	data, err := root.ReadFile(PasswdFile)
+	if errors.Is(err, fs.ErrNotExist) && name == rootAccount.Name {
+		return rootAccount, nil
+	}
 	if err != nil {
 		return Passwd{}, fmt.Errorf("look up user %s: %w", name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -218,6 +219,7 @@ func TestOpenWithoutShadowKeepsPasswordsInPasswd(t *testing.T) {
 
 func TestOpenFreshRootCreatesAllFiles(t *testing.T) {
 	requireRoot(t)
+	pinClock(t)
 	dir := t.TempDir()
 	db, err := Open(openRoot(t, dir))
 	if err != nil {
@@ -240,6 +242,36 @@ func TestOpenFreshRootCreatesAllFiles(t *testing.T) {
 		if fi.Mode().Perm() != mode {
 			t.Errorf("%s mode %v, want %v", file, fi.Mode().Perm(), mode)
 		}
+	}
+	// A fresh database has root, first, as every Linux system has it:
+	// without it ssh's lookup of root fails (a u-root initramfs).
+	today := strconv.FormatInt(fixedNow.Unix()/86400, 10)
+	for file, want := range map[string]string{
+		"etc/passwd":  "root:x:0:0:root:/root:/bin/sh",
+		"etc/group":   "root:x:0:",
+		"etc/shadow":  "root:*:" + today + ":0:99999:7:::",
+		"etc/gshadow": "root:*::",
+	} {
+		if got := strings.SplitN(readFile(t, dir, file), "\n", 2)[0]; got != want {
+			t.Errorf("%s: first line %q, want %q", file, got, want)
+		}
+	}
+}
+
+// TestLookupRootWithoutDatabase: a target with no /etc/passwd at all (a
+// u-root initramfs) still has root, so that the ssh module can install
+// root's keys; anyone else is not found.
+func TestLookupRootWithoutDatabase(t *testing.T) {
+	root := openRoot(t, t.TempDir())
+	got, err := Lookup(root, "root")
+	if err != nil {
+		t.Fatalf("Lookup(root) without /etc/passwd: %v", err)
+	}
+	if diff := cmp.Diff(Passwd{Name: "root", Password: "x", Gecos: "root", Home: "/root", Shell: "/bin/sh"}, got); diff != "" {
+		t.Errorf("Lookup(root) (-want +got):\n%s", diff)
+	}
+	if _, err := Lookup(root, "admin"); err == nil {
+		t.Error("Lookup(admin) without /etc/passwd succeeded")
 	}
 }
 

@@ -272,6 +272,29 @@ func TestApplyWithoutShellSkipsScriptsThenRunsThem(t *testing.T) {
 	}
 }
 
+// TestApplyToRootWithoutAccounts is a u-root system as its uinit sees it:
+// no /etc/passwd at all. users_groups starts the database with root, and
+// the ssh module, which installs root's keys, finds root in it.
+func TestApplyToRootWithoutAccounts(t *testing.T) {
+	root := t.TempDir()
+	code, out, stderr := run(t, "apply", "--root", root, "--seed", "../../images/examples/appliance")
+	if code != exitOK {
+		t.Fatalf("apply exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, out, stderr)
+	}
+	passwd, err := os.ReadFile(filepath.Join(root, "etc/passwd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"root:x:0:0:root:/root:/bin/sh\n", "\nadmin:x:1000:"} {
+		if !strings.Contains(string(passwd), want) {
+			t.Errorf("/etc/passwd lacks %q:\n%s", want, passwd)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "root/.ssh/authorized_keys")); err != nil {
+		t.Errorf("root's authorized_keys: %v", err)
+	}
+}
+
 func TestInitramfsBuildFlags(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "x.cpio")
 	code, _, stderr := run(t, "initramfs", "build", "--no-init", "--compress", "zstd", "-o", out)
