@@ -80,6 +80,21 @@ var baseEnv = []string{
 	"TERM=linux",
 }
 
+// commandEnv is a command's environment: baseEnv; on the running system
+// the PATH seedinit itself was given, which is the OS's own (cloud-init's
+// subp passes its environment on; u-root's init puts its commands in
+// /bbin, on no standard PATH, and a runcmd there finds none without it);
+// then the command's own variables. Later entries win, in exec as in
+// pathDirs. A chrooted target gets the standard PATH, as does PID 1,
+// which the kernel starts without one.
+func commandEnv(live bool, own []string) []string {
+	env := append([]string{}, baseEnv...)
+	if p := os.Getenv("PATH"); live && p != "" {
+		env = append(env, "PATH="+p)
+	}
+	return append(env, own...)
+}
+
 // start runs c to its end, through Procs when PID 1 reaps orphans.
 func (h *HostSystem) start(c *exec.Cmd) error {
 	if h.Procs == nil {
@@ -107,9 +122,11 @@ func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 			return fmt.Errorf("run %s: %w: running commands in target %s needs root (for chroot)", prog, ErrSkipped, h.Root.Dir())
 		}
 	}
+	env := commandEnv(!chroot, cmd.Env)
+	dirs := pathDirs(env)
 	if !strings.Contains(prog, "/") {
 		// A bare name is looked up on the target's PATH, never the host's.
-		found, ok := LookPath(h.Root, prog)
+		found, ok := lookPathIn(h.Root, prog, dirs)
 		if !ok {
 			return fmt.Errorf("run %s: %w: no %s on the PATH of target %s", prog, ErrSkipped, prog, h.Root.Dir())
 		}
@@ -120,11 +137,11 @@ func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 	// exec would fail with a bare "no such file or directory" when what
 	// is missing is not prog but its interpreter or loader, and a module
 	// would report that as a failure never retried.
-	if err := checkInterpreters(h.Root, prog, cmd.Dir, pathDirs(cmd.Env)); err != nil {
+	if err := checkInterpreters(h.Root, prog, cmd.Dir, dirs); err != nil {
 		return fmt.Errorf("run %s: %w", prog, err)
 	}
 	c := exec.CommandContext(ctx, prog, cmd.Argv[1:]...)
-	c.Env = append(append([]string{}, baseEnv...), cmd.Env...)
+	c.Env = env
 	c.Dir = cmd.Dir
 	if c.Dir == "" {
 		c.Dir = "/"

@@ -155,8 +155,8 @@ func lookPathIn(root *target.Root, name string, dirs []string) (string, bool) {
 	return "", false
 }
 
-// pathDirs is the PATH a command gets: its own PATH= if it sets one, else
-// baseEnv's.
+// pathDirs is the PATH a command gets: the last PATH= of its environment,
+// as exec takes it, else baseEnv's.
 func pathDirs(env []string) []string {
 	dirs := searchPath
 	for _, kv := range env {

@@ -404,3 +404,35 @@ func merge(maps ...map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestCommandEnvPath: on the running system a command gets the PATH
+// seedinit was given (u-root's init puts /bbin on it, where all its
+// commands are); a chrooted target gets the standard one; a command's
+// own PATH wins over both.
+func TestCommandEnvPath(t *testing.T) {
+	t.Setenv("PATH", "/bbin:/bin")
+	std := strings.Join(searchPath, ":")
+	for _, tt := range []struct {
+		name string
+		live bool
+		own  []string
+		want string
+	}{
+		{"running system: the caller's PATH", true, nil, "/bbin:/bin"},
+		{"chrooted target: the standard PATH", false, nil, std},
+		{"the command's own PATH wins", true, []string{"PATH=/opt/bin"}, "/opt/bin"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := commandEnv(tt.live, tt.own)
+			if got := strings.Join(pathDirs(env), ":"); got != tt.want {
+				t.Errorf("pathDirs(commandEnv(%v, %q)) = %q, want %q", tt.live, tt.own, got, tt.want)
+			}
+		})
+	}
+	t.Run("no PATH given: the standard one", func(t *testing.T) {
+		t.Setenv("PATH", "")
+		if got := strings.Join(pathDirs(commandEnv(true, nil)), ":"); got != std {
+			t.Errorf("PATH %q, want %q", got, std)
+		}
+	})
+}
