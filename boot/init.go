@@ -231,23 +231,37 @@ func (p *PID1) targetDir() string {
 }
 
 func (p *PID1) loadModules() error {
+	extra := append([]string{}, p.Opts.Modules...)
+	if p.Opts.RootFS != "" {
+		extra = append(extra, "fs-"+p.Opts.RootFS)
+	}
+	l, err := LoadModules(p.Log, extra)
+	p.modules = l
+	return err
+}
+
+// LoadModules loads what the machine's devices need (coldplug from their
+// modalias, as udev would), the filesystems of roots and seed disks, and
+// extra, from /lib/modules/<release>, indexing the directory itself when
+// it has no modules.dep. No such directory is a kernel with its drivers
+// built in: nil and no error. The loader is returned for later loads.
+func LoadModules(log *slog.Logger, extra []string) (*kmod.Loader, error) {
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
-		return err
+		return nil, err
 	}
 	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
 	idx, err := kmod.ReadDepmod(dir)
 	if err != nil {
 		if _, statErr := os.Stat(dir); statErr != nil {
-			p.Log.Info("no kernel modules for this kernel; relying on built-ins", "dir", dir)
-			return nil
+			log.Info("no kernel modules for this kernel; relying on built-ins", "dir", dir)
+			return nil, nil
 		}
 		if idx, err = kmod.BuildIndex(dir); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: p.Log}
-	p.modules = l
+	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: log}
 	var errs []error
 	// A bus driver makes new devices (virtio_pci makes the virtio devices,
 	// among them the RNG): walk again while a pass loaded something.
@@ -261,21 +275,36 @@ func (p *PID1) loadModules() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, m := range append(append([]string{}, fsModules...), p.Opts.Modules...) {
+	for _, m := range append(append([]string{}, fsModules...), extra...) {
 		if err := l.Load(m); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if p.Opts.RootFS != "" {
-		if err := l.Load("fs-" + p.Opts.RootFS); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	p.Log.Info("kernel modules", "coldplugged", strings.Join(loaded, ","), "errors", len(errs))
+	log.Info("kernel modules", "coldplugged", strings.Join(loaded, ","), "errors", len(errs))
 	for _, e := range errs {
-		p.Log.Debug("module", "error", e.Error())
+		log.Debug("module", "error", e.Error())
 	}
-	return nil
+	return l, nil
+}
+
+// LoadModulesInInitramfs is LoadModules for `seedinit run` on a running
+// system that is an initramfs, as u-root's init runs its uinit: nothing
+// there loads drivers (no udev), and without them the seed's disk and
+// the NICs never appear. Elsewhere, or for a target other than "/", the
+// OS has loaded them before its init system calls seedinit, and nothing
+// is done. Loading needs root.
+func LoadModulesInInitramfs(log *slog.Logger, targetDir string) {
+	if os.Geteuid() != 0 || !IsInitramfs() {
+		return
+	}
+	target, errT := os.Stat(targetDir)
+	root, errR := os.Stat("/")
+	if errT != nil || errR != nil || !os.SameFile(target, root) {
+		return
+	}
+	if _, err := LoadModules(log, nil); err != nil {
+		log.Warn("kernel modules", "error", err.Error())
+	}
 }
 
 func (p *PID1) mountRoot() error {

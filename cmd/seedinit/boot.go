@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
+	// PID 1's final stage (--after-handoff) finds the drivers loaded.
+	if !*afterHandoff {
+		loadModulesInInitramfs(*rootDir, *out.debug, stderr)
+	}
 	if *seedDir == "" {
 		for _, d := range []string{boot.SeedCacheDir, filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud"), filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud-net")} {
 			if _, err := os.Stat(filepath.Join(d, "meta-data")); err == nil {
@@ -70,6 +75,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		boot.NoteFinalStageWaiting("")
 	}
 	return runStages("run", *rootDir, *seedDir, *stageName, out, stdout, stderr)
+}
+
+// loadModulesInInitramfs is boot.LoadModulesInInitramfs, logging to
+// stderr like the stages.
+func loadModulesInInitramfs(rootDir string, debug bool, stderr io.Writer) {
+	level := slog.LevelInfo
+	if debug {
+		level = slog.LevelDebug
+	}
+	boot.LoadModulesInInitramfs(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), rootDir)
 }
 
 func runAnalyze(args []string, stdout, stderr io.Writer) int {
