@@ -13,6 +13,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	_ "github.com/seedinit/seedinit/apply/all"
+	"github.com/seedinit/seedinit/boot"
 )
 
 // Exit codes, as cloud-init status uses them.
@@ -53,7 +54,11 @@ func main() {
 	if os.Getpid() == 1 {
 		runInit(nil, os.Stdout, os.Stderr)
 	}
-	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+	code := dispatch(os.Args[1:], os.Stdout, os.Stderr)
+	// As u-root's uinit, seedinit leads the console's session: exiting
+	// with it would hang the console up under u-root's init.
+	boot.ReleaseControllingTerminal()
+	os.Exit(code)
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
