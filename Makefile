@@ -5,13 +5,16 @@ GO      ?= go
 BIN     := bin/seedinit
 export CGO_ENABLED := 0
 
-.PHONY: help build test deps test-go e2e e2e-arm64 lint demo clean fuzz bench bench-cloudinit
+.PHONY: help build test deps test-go e2e e2e-arm64 lint demo clean fuzz bench bench-cloudinit uroot
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build the static binary bin/seedinit (flags and why: scripts/build-seedinit)
 	GO=$(GO) scripts/build-seedinit $(BIN) $(VERSION)
+
+uroot: ## seedinit in u-root v0.16.0 images, as /init and as uinit, with the kernel's modules (.cache/uroot; scripts/build-uroot)
+	GO=$(GO) scripts/build-uroot
 
 test: deps lint test-go e2e e2e-arm64 ## install what the tests need (as root), then run every test; tests that cannot run say why
 
