@@ -115,8 +115,10 @@ func Build(w io.Writer, o Options) (*Report, error) {
 		charDevRecord("dev/null", 0o666, 1, 3),
 		charDevRecord("dev/kmsg", 0o644, 1, 11),
 	)
+	var bin []byte // empty with --no-init: no architecture to compare
 	if !o.NoInit {
-		bin, err := os.ReadFile(o.Seedinit)
+		var err error
+		bin, err = os.ReadFile(o.Seedinit)
 		if err != nil {
 			return nil, fmt.Errorf("build initramfs: read seedinit binary: %w", err)
 		}
