@@ -27,8 +27,9 @@ deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; i
 test-go:
 	$(GO) test -tags nethttpomithttp2 -count=1 ./...
 
-e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs and check each scenario
+e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs, and in u-root's images, and check each scenario
 	scripts/e2e
+	GO=$(GO) scripts/e2e-uroot
 
 e2e-arm64: ## boot Debian's arm64 kernel in qemu-system-aarch64 with seedinit's arm64 initramfs (NoCloud)
 	scripts/e2e-arm64
