@@ -73,6 +73,12 @@ type Module struct {
 	// module claims are warned about as unknown.
 	Keys []string
 	Run  func(ctx context.Context, env *Env) error
+	// Prestart, when set, is called once per run as soon as the merged
+	// config is known, for a module that will run in this run, to start
+	// slow work that needs nothing the modules before it do (host keys):
+	// it runs alongside them instead of after. What it returns reaches
+	// Run as env.Prestarted; Run must not assume it is there.
+	Prestart func(ctx context.Context, env *Env) any
 }
 
 // ErrSkipped, wrapped in a module's error, means the module chose not to act
@@ -114,6 +120,9 @@ type Env struct {
 	Console io.Writer
 	// Stage is the stage the module runs in.
 	Stage Stage
+	// Prestarted is what the module's Prestart returned in this run, or
+	// nil.
+	Prestarted any
 	// Warnings collects non-fatal problems for status.json.
 	warnings []string
 }

@@ -222,8 +222,14 @@ func generateHostKeys(ctx context.Context, env *apply.Env, keyTypes []string, co
 	if random != nil {
 		random = &lockedReader{r: random}
 	}
+	// Keys started when the config was merged are taken once the others
+	// are under way.
+	pending, _ := env.Prestarted.(pendingKeys)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
+		if pending.has(j.keyType) {
+			continue
+		}
 		wg.Add(1)
 		safego.Go("generate the "+j.keyType+" host key", func() {
 			defer wg.Done()
@@ -233,6 +239,11 @@ func generateHostKeys(ctx context.Context, env *apply.Env, keyTypes []string, co
 			}
 			j.key, j.err = GenerateHostKey(j.keyType, comment, random)
 		}, func(err error) { j.key, j.err = nil, err })
+	}
+	for _, j := range jobs {
+		if pending.has(j.keyType) {
+			j.key, j.err = pending.take(ctx, j.keyType, comment)
+		}
 	}
 	wg.Wait()
 

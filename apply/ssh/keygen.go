@@ -44,6 +44,16 @@ var errUnsupportedKeyType = errors.New("unsupported key type")
 // random; since Go 1.26 RSA and ECDSA generation always use the system's
 // secure source and ignore random.
 func GenerateHostKey(keyType, comment string, random io.Reader) (*HostKey, error) {
+	priv, err := generateSigner(keyType, random)
+	if err != nil {
+		return nil, err
+	}
+	return encodeHostKey(keyType, priv, comment)
+}
+
+// generateSigner is the slow half of GenerateHostKey: the key itself,
+// which needs no comment and so can be made before the hostname is known.
+func generateSigner(keyType string, random io.Reader) (crypto.Signer, error) {
 	var priv crypto.Signer
 	var err error
 	switch keyType {
@@ -64,6 +74,11 @@ func GenerateHostKey(keyType, comment string, random io.Reader) (*HostKey, error
 	if err != nil {
 		return nil, fmt.Errorf("generate %s host key: %w", keyType, err)
 	}
+	return priv, nil
+}
+
+// encodeHostKey writes priv as ssh-keygen's files with comment.
+func encodeHostKey(keyType string, priv crypto.Signer, comment string) (*HostKey, error) {
 	block, err := sshkey.MarshalPrivateKey(priv, comment)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s host key: %w", keyType, err)

@@ -34,6 +34,7 @@ func init() {
 		Frequency: apply.PerInstance,
 		Keys:      configKeys,
 		Run:       Run,
+		Prestart:  prestartHostKeys,
 	})
 }
 

@@ -143,6 +143,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	status.setDatasource(report.Datasource)
 
 	var prep *Prepared
+	var prestarted map[string]any
 	for i, stage := range opts.Stages {
 		res := StageResult{Stage: stage, Start: opts.Now()}
 		status.start(stage, res.Start)
@@ -151,9 +152,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			prep = Prepare(ctx, opts, st)
 			res.Errors = append(res.Errors, prep.Errors...)
 			res.Warnings = append(res.Warnings, prep.Warnings...)
+			prestarted = prestart(ctx, opts, st, prep)
 		}
 		if prep != nil {
-			runModules(ctx, opts, st, prep, &res)
+			runModules(ctx, opts, st, prep, prestarted, &res)
 		}
 		res.Finished = opts.Now()
 		status.finish(stage, res.Finished, res.Errors, res.Warnings)
@@ -183,7 +185,53 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return report, nil
 }
 
-func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepared, res *StageResult) {
+// prestart calls the Prestart of each module of the run's stages that
+// will run (as runModules decides), and returns what they gave by module.
+func prestart(ctx context.Context, opts Options, st *apply.State, prep *Prepared) map[string]any {
+	started := map[string]any{}
+	for _, stage := range opts.Stages {
+		mods, _, err := apply.ModulesFor(stage, prep.Config)
+		if err != nil {
+			continue // runModules reports it
+		}
+		for _, m := range mods {
+			if m.Prestart == nil || willSkip(st, m) {
+				continue
+			}
+			if _, done := started[m.Name]; done {
+				continue
+			}
+			env := moduleEnv(opts, st, prep, m, stage)
+			var v any
+			if err := safego.Run("prestart "+m.Name, func() { v = m.Prestart(ctx, env) }); err != nil {
+				env.Log.Error("prestart failed; the module does its work when it runs", "error", err.Error())
+				continue
+			}
+			started[m.Name] = v
+		}
+	}
+	return started
+}
+
+// willSkip reports whether m has run already for this instance (or ever,
+// for a once module), so that it is not run again.
+func willSkip(st *apply.State, m apply.Module) bool {
+	if !st.NewInstance || m.Frequency == apply.PerOnce {
+		return st.HasRun("config_"+m.Name, m.Frequency)
+	}
+	return false
+}
+
+func moduleEnv(opts Options, st *apply.State, prep *Prepared, m apply.Module, stage apply.Stage) *apply.Env {
+	return &apply.Env{
+		Root: opts.Root, Config: prep.Config, Seed: opts.Seed,
+		UserData: prep.UserData, VendorData: prep.VendorData,
+		Sys: opts.Sys, Log: opts.Log.With("module", m.Name), Random: opts.Random,
+		State: st, Console: opts.Console, Stage: stage,
+	}
+}
+
+func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepared, prestarted map[string]any, res *StageResult) {
 	mods, missing, err := apply.ModulesFor(res.Stage, prep.Config)
 	if err != nil {
 		res.Errors = append(res.Errors, fmt.Sprintf("read module list: %v", err))
@@ -207,19 +255,16 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		}
 		mr := ModuleResult{Name: m.Name, Frequency: m.Frequency}
 		semName := "config_" + m.Name
-		if !st.NewInstance || m.Frequency == apply.PerOnce {
-			if st.HasRun(semName, m.Frequency) {
-				mr.Status = StatusAlreadyRan
-				res.Modules = append(res.Modules, mr)
-				continue
-			}
+		if willSkip(st, m) {
+			mr.Status = StatusAlreadyRan
+			res.Modules = append(res.Modules, mr)
+			continue
 		}
-		env := &apply.Env{
-			Root: opts.Root, Config: prep.Config, Seed: opts.Seed,
-			UserData: prep.UserData, VendorData: prep.VendorData,
-			Sys: opts.Sys, Log: opts.Log.With("module", m.Name), Random: opts.Random,
-			State: st, Console: opts.Console, Stage: res.Stage,
-		}
+		env := moduleEnv(opts, st, prep, m, res.Stage)
+		// What was started for the module is handed to its first run in
+		// this run only.
+		env.Prestarted = prestarted[m.Name]
+		delete(prestarted, m.Name)
 		before := opts.Root.ChangeCount()
 		start := time.Now()
 		env.Log.Debug("module start")
