@@ -235,7 +235,9 @@ func (p *PID1) loadModules() error {
 	if p.Opts.RootFS != "" {
 		extra = append(extra, "fs-"+p.Opts.RootFS)
 	}
-	l, err := LoadModules(p.Log, extra)
+	l, err := loadModules(p.Log, extra, func(name string, start time.Time, d time.Duration) {
+		p.Timeline.Record(ModuleStepPrefix+name, start, d)
+	})
 	p.modules = l
 	return err
 }
@@ -246,6 +248,11 @@ func (p *PID1) loadModules() error {
 // it has no modules.dep. No such directory is a kernel with its drivers
 // built in: nil and no error. The loader is returned for later loads.
 func LoadModules(log *slog.Logger, extra []string) (*kmod.Loader, error) {
+	return loadModules(log, extra, nil)
+}
+
+// loadModules is LoadModules telling onLoad of each module's load.
+func loadModules(log *slog.Logger, extra []string, onLoad func(name string, start time.Time, d time.Duration)) (*kmod.Loader, error) {
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return nil, err
@@ -261,7 +268,7 @@ func LoadModules(log *slog.Logger, extra []string) (*kmod.Loader, error) {
 			return nil, err
 		}
 	}
-	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: log}
+	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: log, Loaded: onLoad}
 	var errs []error
 	// A bus driver makes new devices (virtio_pci makes the virtio devices,
 	// among them the RNG): walk again while a pass loaded something.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,17 @@ func (t *Timeline) Do(name string, fn func() error) (err error) {
 	return fn()
 }
 
+// ModuleStepPrefix names the steps of single kernel modules' loads.
+const ModuleStepPrefix = "module: "
+
+// Record adds a step timed elsewhere (a kernel module's load, inside the
+// "kernel modules" step), without logging it.
+func (t *Timeline) Record(name string, start time.Time, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Steps = append(t.Steps, Step{Name: name, Start: start.Sub(t.Start), Duration: d})
+}
+
 // JSON is the timeline as written to timeline.json.
 func (t *Timeline) JSON() []byte {
 	t.mu.Lock()
@@ -92,6 +104,9 @@ func (t *Timeline) Show(w io.Writer) {
 	fmt.Fprintln(tw, "AT\tTOOK\tSTEP")
 	var end time.Duration
 	for _, s := range t.Steps {
+		if strings.HasPrefix(s.Name, ModuleStepPrefix) {
+			continue // inside "kernel modules"; blame lists them
+		}
 		fmt.Fprintf(tw, "%.3fs\t%.3fs\t%s%s\n", s.Start.Seconds(), s.Duration.Seconds(), s.Name, failed(s))
 		if e := s.Start + s.Duration; e > end {
 			end = e

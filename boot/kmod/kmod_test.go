@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -90,7 +91,13 @@ func TestLoadResolvesDepsSoftdepsAndTolerates(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := &fakeKernel{fail: map[string]error{"crc32c_intel": unix.ENODEV}, have: map[string]bool{"mbcache": true}}
-	l := &Loader{Index: idx, Dir: dir, Kernel: k}
+	var timed []string
+	l := &Loader{Index: idx, Dir: dir, Kernel: k, Loaded: func(name string, start time.Time, d time.Duration) {
+		if start.IsZero() || d < 0 {
+			t.Errorf("%s timed from %v for %v", name, start, d)
+		}
+		timed = append(timed, name)
+	}}
 
 	if err := l.Load("ext4"); err != nil {
 		t.Fatalf("ext4: %v", err)
@@ -100,6 +107,10 @@ func TestLoadResolvesDepsSoftdepsAndTolerates(t *testing.T) {
 	want := []string{"crc32c_generic", "crc16", "jbd2", "ext4"}
 	if d := cmp.Diff(want, k.loaded); d != "" {
 		t.Errorf("load order (-want +got):\n%s", d)
+	}
+	// Only what the kernel took is timed.
+	if d := cmp.Diff(want, timed); d != "" {
+		t.Errorf("modules timed (-want +got):\n%s", d)
 	}
 	k.loaded = nil
 	if err := l.Load("virtio:d00000001v00001AF4"); err != nil {

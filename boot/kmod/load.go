@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -45,6 +46,10 @@ type Loader struct {
 	Dir    string // /lib/modules/<release>
 	Kernel Kernel
 	Log    *slog.Logger
+	// Loaded, when set, is told of each module the kernel took, with when
+	// its load began and how long the kernel spent on it: where a boot's
+	// module time goes.
+	Loaded func(name string, start time.Time, d time.Duration)
 }
 
 // Load loads name (a module name or a modalias) with everything it needs.
@@ -114,10 +119,15 @@ func (l *Loader) loadOne(name string) error {
 		// The kernel decompresses it (CONFIG_MODULE_DECOMPRESS).
 		flags |= unix.MODULE_INIT_COMPRESSED_FILE
 	}
+	start := time.Now()
 	err = l.Kernel.FinitModule(f, "", flags)
 	switch {
 	case err == nil:
-		l.log().Debug("module loaded", "module", name)
+		d := time.Since(start)
+		l.log().Debug("module loaded", "module", name, "duration", d.Round(time.Microsecond))
+		if l.Loaded != nil {
+			l.Loaded(name, start, d)
+		}
 		return nil
 	case errors.Is(err, unix.EEXIST):
 		return nil
