@@ -48,7 +48,7 @@ demo: build ## apply the bundled appliance seed to a fresh temporary root and sh
 bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, memory, resulting roots, net-convert (root; caches a Debian root in .cache)
 	scripts/bench-cloudinit
 
-bench: ## boot QEMU 5 times per scenario beside a busybox baseline; print the README's performance table
+bench: ## boot QEMU 5 times per scenario (default host keys and 2 vCPUs too) beside a busybox baseline; steps, slowest modules, the targets line
 	scripts/bench
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)

@@ -133,7 +133,7 @@ qemu_boot() {
 	[ -n "$initrd" ] && extra+=(-initrd "$initrd")
 	local start end
 	start=$(date +%s%N)
-	timeout "${QEMU_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nographic -no-reboot "${extra[@]}" \
+	timeout "${QEMU_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -m 512 -smp "${QEMU_SMP:-1}" -nographic -no-reboot "${extra[@]}" \
 		-kernel "$kernel" -append "console=ttyS0 panic=-1 $append" \
 		-device virtio-rng-pci -net none "$@" >"$log" 2>&1 || true
 	end=$(date +%s%N)
