@@ -51,8 +51,8 @@ bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, memory, r
 bench: ## boot QEMU 5 times per scenario (default host keys and 2 vCPUs too) beside a busybox baseline; steps, slowest modules, the targets line
 	scripts/bench
 
-fuzz: ## run each fuzz target for FUZZTIME (default 10s)
-	scripts/fuzz $${FUZZTIME:-10s}
+fuzz: ## run each fuzz target (or those FUZZ names) for FUZZTIME (default 10s)
+	scripts/fuzz $${FUZZTIME:-10s} $(FUZZ)
 
 clean: ## remove build output
 	rm -rf bin
