@@ -60,6 +60,7 @@ func (p *PID1) handoff() {
 	if p.Initramfs && !isMountPoint(sysroot) {
 		p.rescue(errors.New("the root filesystem is not mounted"))
 	}
+	p.step("stop loading modules", p.stopModules)
 	p.step("keep the boot's state in the target", p.keepStateInTarget)
 	if p.Initramfs && !p.Opts.Disable {
 		p.step("keep seedinit for the running system", p.keepBinary)

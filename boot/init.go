@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/disk"
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
@@ -36,9 +37,20 @@ const (
 // defaultInits are tried in order when init= names none or it fails.
 var defaultInits = []string{"/sbin/init", "/etc/init", "/bin/init", "/bin/sh"}
 
-// fsModules are loaded before the root and seed disks are mounted: the
-// common root filesystems and the seed disks' ISO9660 and FAT.
+// fsModules are loaded in the background while the devices are probed,
+// for the commands run in the target before the handoff (mounts' mount
+// -a, disk_setup), which have no modprobe to ask for them in an
+// initramfs. The root's own filesystem is loaded by what its superblock
+// says, before it is mounted.
 var fsModules = []string{"fs-ext4", "fs-vfat", "fs-iso9660", "nls_cp437", "nls_iso8859-1", "nls_ascii"}
+
+// moduleQuiet is how long the machine must be without a new device or a
+// module load for its modules to be settled: a probe's devices trail the
+// load that made them, and libata announces its disks after its scan.
+const moduleQuiet = 100 * time.Millisecond
+
+// moduleSettleMax bounds the wait for the devices to settle.
+const moduleSettleMax = 30 * time.Second
 
 // PID1 is one boot's state.
 type PID1 struct {
@@ -57,8 +69,10 @@ type PID1 struct {
 	self        *os.File // this program's executable, to know itself among the inits
 	remountedRW bool
 	modules     *kmod.Loader // nil when the kernel has no module directory
-	seedSaved   bool         // the final stage has a seed to run from
-	ownCertDir  string       // SSL_CERT_DIR as PID 1 set it, kept from the real init
+	plug        *kmod.Plug   // loads the devices' modules until the handoff
+	stopPlug    func()
+	seedSaved   bool   // the final stage has a seed to run from
+	ownCertDir  string // SSL_CERT_DIR as PID 1 set it, kept from the real init
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
@@ -144,7 +158,9 @@ func (p *PID1) boot() {
 		p.Log.Warn("kernel command line", "error", err.Error())
 	}
 	// The root's disk may need a module even when nothing is provisioned.
-	p.Timeline.Do("kernel modules", p.loadModules)
+	// Its module loads beside the others: the root is mounted as soon as
+	// its disk is there, while slower buses are still probed.
+	p.Timeline.Do("kernel modules", p.startModules)
 	if p.Initramfs && opts.Root == "" {
 		// A u-root image or a rescue system: the initramfs is the whole
 		// system, provisioned where it is.
@@ -158,6 +174,9 @@ func (p *PID1) boot() {
 		}
 		p.ownCertDir = trustTargetCerts(sysroot)
 	}
+	// The target's other filesystems and the seed disks may be on any
+	// bus: everything the machine has must be there from now on.
+	p.Timeline.Do("kernel modules settled", p.settleModules)
 	if opts.Disable {
 		p.Log.Info("seedinit.disable: handing off without provisioning")
 		return
@@ -230,68 +249,115 @@ func (p *PID1) targetDir() string {
 	return "/"
 }
 
-func (p *PID1) loadModules() error {
+// startModules reads the kernel's module index and starts loading the
+// modules of the devices there and of those that appear, and the
+// filesystems' in the background. It returns at once.
+func (p *PID1) startModules() error {
 	extra := append([]string{}, p.Opts.Modules...)
 	if p.Opts.RootFS != "" {
 		extra = append(extra, "fs-"+p.Opts.RootFS)
 	}
-	l, err := loadModules(p.Log, extra, func(name string, start time.Time, d time.Duration) {
+	l, plug, stop, err := startModules(p.Log, extra, func(name string, start time.Time, d time.Duration) {
 		p.Timeline.Record(ModuleStepPrefix+name, start, d)
 	})
-	p.modules = l
+	p.modules, p.plug, p.stopPlug = l, plug, stop
 	return err
+}
+
+// settleModules waits until the devices' modules are loaded and the
+// machine has gone quiet.
+func (p *PID1) settleModules() error {
+	if p.plug == nil {
+		return nil
+	}
+	settleModules(p.Log, p.plug, p.stopPlug == nil)
+	return nil
+}
+
+// stopModules stops listening for new devices and waits for the loads
+// under way, which read the initramfs that switch_root is about to empty.
+// The real root's own udev or mdev handles what comes later.
+func (p *PID1) stopModules() error {
+	if p.stopPlug != nil {
+		p.stopPlug()
+		p.stopPlug = nil
+	}
+	if p.plug != nil {
+		p.plug.Stop()
+		if _, _, settled := p.plug.Settle(0, 5*time.Second); !settled {
+			return errors.New("module loads still under way after 5 s")
+		}
+	}
+	return nil
 }
 
 // LoadModules loads what the machine's devices need (coldplug from their
 // modalias, as udev would), the filesystems of roots and seed disks, and
 // extra, from /lib/modules/<release>, indexing the directory itself when
-// it has no modules.dep. No such directory is a kernel with its drivers
-// built in: nil and no error. The loader is returned for later loads.
+// it has no modules.dep, and waits for the machine to settle. No such
+// directory is a kernel with its drivers built in: nil and no error. The
+// loader is returned for later loads.
 func LoadModules(log *slog.Logger, extra []string) (*kmod.Loader, error) {
-	return loadModules(log, extra, nil)
+	l, plug, stop, err := startModules(log, extra, nil)
+	if plug != nil {
+		settleModules(log, plug, stop == nil)
+	}
+	if stop != nil {
+		stop()
+	}
+	return l, err
 }
 
-// loadModules is LoadModules telling onLoad of each module's load.
-func loadModules(log *slog.Logger, extra []string, onLoad func(name string, start time.Time, d time.Duration)) (*kmod.Loader, error) {
+// startModules opens the module index and starts a Plug on the kernel's
+// device events (stop ends them; nil when the kernel's events cannot be
+// had, and the devices are then scanned again until none is new).
+func startModules(log *slog.Logger, extra []string, onLoad func(name string, start time.Time, d time.Duration)) (*kmod.Loader, *kmod.Plug, func(), error) {
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	dir := filepath.Join("/lib/modules", unix.ByteSliceToString(uts.Release[:]))
 	idx, err := kmod.ReadDepmod(dir)
 	if err != nil {
 		if _, statErr := os.Stat(dir); statErr != nil {
 			log.Info("no kernel modules for this kernel; relying on built-ins", "dir", dir)
-			return nil, nil
+			return nil, nil, nil, nil
 		}
 		if idx, err = kmod.BuildIndex(dir); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	l := &kmod.Loader{Index: idx, Dir: dir, Kernel: kmod.RealKernel{}, Log: log, Loaded: onLoad}
-	var errs []error
-	// A bus driver makes new devices (virtio_pci makes the virtio devices,
-	// among them the RNG): walk again while a pass loaded something.
-	var loaded []string
-	for pass := 0; pass < 4; pass++ {
-		more, cerrs := l.Coldplug("/sys/devices")
-		errs = append(errs, cerrs...)
-		loaded = append(loaded, more...)
-		if len(more) == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Listening starts before sysfs is read, so that no device falls
+	// between the two.
+	events, stop, err := kmod.Uevents()
+	if err != nil {
+		log.Warn("kernel device events unavailable; the devices are scanned until none is new", "error", err.Error())
+		events, stop = nil, nil
 	}
+	plug := l.NewPlug(events)
+	plug.Scan("/sys")
 	for _, m := range append(append([]string{}, fsModules...), extra...) {
-		if err := l.Load(m); err != nil {
-			errs = append(errs, err)
-		}
+		plug.Add(m)
+	}
+	return l, plug, stop, nil
+}
+
+// settleModules waits for plug and logs what it loaded. Without the
+// kernel's events (rescan), sysfs is read again after each quiet spell
+// for the devices the loads made, a few times at most.
+func settleModules(log *slog.Logger, plug *kmod.Plug, rescan bool) {
+	loaded, errs, settled := plug.Settle(moduleQuiet, moduleSettleMax)
+	for pass := 0; rescan && pass < 3 && plug.Scan("/sys") > 0; pass++ {
+		loaded, errs, settled = plug.Settle(moduleQuiet, moduleSettleMax)
+	}
+	if !settled {
+		log.Warn("kernel modules still loading; going on", "after", moduleSettleMax)
 	}
 	log.Info("kernel modules", "coldplugged", strings.Join(loaded, ","), "errors", len(errs))
 	for _, e := range errs {
 		log.Debug("module", "error", e.Error())
 	}
-	return l, nil
 }
 
 // LoadModulesInInitramfs is LoadModules for `seedinit run` on a running
@@ -329,9 +395,31 @@ func (p *PID1) mountRoot() error {
 	if err != nil {
 		return err
 	}
+	// Its filesystem's module, by what its superblock says, before the
+	// mount (it may still be loading beside the devices' modules).
+	if fstype := p.Opts.RootFS; fstype != "" {
+		p.loadModule("fs-" + fstype)
+	} else if fstype := probeFSType(dev); fstype != "" {
+		p.loadModule("fs-" + fstype)
+	}
 	// Mounted read-write to provision it; put back to read-only before the
 	// handoff when the command line asks for ro, as the real init expects.
 	return MountRoot(p.Mounter, dev, sysroot, p.Opts.RootFS, p.Opts.RootFlags, false)
+}
+
+// probeFSType is the type of the filesystem on dev by its superblock, or
+// "" when it cannot be read or is not one seedinit knows.
+func probeFSType(dev string) string {
+	f, err := os.Open(dev)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fs, err := disk.Probe(f)
+	if err != nil {
+		return ""
+	}
+	return fs.Type
 }
 
 // remountRootRW makes "/" writable when the kernel mounted it read-only

@@ -279,31 +279,3 @@ func FuzzReadDepmod(f *testing.F) {
 
 // Coldplug loads what the devices' modaliases ask for, once each, with
 // dependencies first, and reports only what it newly loaded.
-func TestColdplug(t *testing.T) {
-	dir := writeTree(t, depmodTree)
-	idx, err := ReadDepmod(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys := writeTree(t, map[string]string{
-		"pci0000:00/0000:00:03.0/virtio1/modalias": "virtio:d00000001v00001AF4\n",
-		"pci0000:00/0000:00:04.0/virtio2/modalias": "virtio:d00000001v00001AF4\n",
-		"pci0000:00/0000:00:05.0/modalias":         "pci:v00008086d00007010sv*\n",
-		"platform/serial8250/modalias":             "platform:serial8250\n",
-	})
-	k := &fakeKernel{have: map[string]bool{}}
-	l := &Loader{Index: idx, Dir: dir, Kernel: k}
-	loaded, errs := l.Coldplug(sys)
-	if len(errs) > 0 {
-		t.Fatalf("errors: %v", errs)
-	}
-	if d := cmp.Diff([]string{"virtio_net"}, loaded); d != "" {
-		t.Errorf("loaded (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff([]string{"failover", "net_failover", "virtio_net"}, k.loaded); d != "" {
-		t.Errorf("kernel loads (-want +got):\n%s", d)
-	}
-	if again, _ := l.Coldplug(sys); len(again) != 0 {
-		t.Errorf("a second pass loaded %v; it must report only new modules", again)
-	}
-}

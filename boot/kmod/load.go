@@ -3,18 +3,13 @@ package kmod
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/seedinit/seedinit/boot/safego"
 )
 
 // Kernel is the seam to the running kernel: tests record instead.
@@ -140,69 +135,6 @@ func (l *Loader) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l.Log
-}
-
-// Coldplug loads a module for every device under sysDevices (/sys/devices)
-// that has a modalias the index knows, as udev's coldplug would. Modules
-// are loaded in parallel (each after its own dependencies: the kernel makes
-// a second load of a module that is still initialising wait for the
-// first), since probing devices is most of a boot's module time. It
-// returns the modules it loaded that were not loaded before.
-func (l *Loader) Coldplug(sysDevices string) (loaded []string, errs []error) {
-	seen := map[string]bool{}
-	var want []string
-	filepath.WalkDir(sysDevices, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() || d.Name() != "modalias" {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
-		alias := strings.TrimSpace(string(b))
-		if alias == "" || seen[alias] {
-			return nil
-		}
-		seen[alias] = true
-		mods, _ := l.Index.Lookup(alias)
-		for _, m := range mods {
-			if seen["module:"+m] || l.Kernel.Loaded(m) {
-				continue
-			}
-			seen["module:"+m] = true
-			want = append(want, m)
-		}
-		return nil
-	})
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, coldplugParallel)
-	for _, m := range want {
-		wg.Add(1)
-		sem <- struct{}{}
-		safego.Go("load module "+m, func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := l.loadWithDeps(m)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			loaded = append(loaded, m)
-		}, func(err error) {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	sort.Strings(loaded)
-	return loaded, errs
 }
 
 // coldplugParallel bounds concurrent module loads.
