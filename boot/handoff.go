@@ -63,7 +63,7 @@ func (p *PID1) handoff() {
 	p.step("stop loading modules", p.stopModules)
 	p.step("keep the boot's state in the target", p.keepStateInTarget)
 	if p.Initramfs && !p.Opts.Disable {
-		p.step("keep seedinit for the running system", p.keepBinary)
+		p.step("keep seedinit for the running system", p.waitKeepBinary)
 	}
 	p.step("hand the network to the root's own service", p.handNetworkToOS)
 	p.step("note what the final stage waits for", p.noteFinalStageWait)
@@ -88,13 +88,19 @@ func (p *PID1) handoff() {
 	p.rescue(errors.New("no init could be executed"))
 }
 
+// HandoffStepPrefix names the handoff's steps in the timeline.
+const HandoffStepPrefix = "handoff: "
+
 // step runs one step of the handoff, turning a panic into its error and
 // logging a failure; the handoff goes on either way.
 func (p *PID1) step(name string, fn func() error) error {
 	var err error
+	start := time.Now()
 	if perr := safego.Run(name, func() { err = fn() }); perr != nil {
 		err = perr
 	}
+	// The steps up to "record the timeline" are in timeline.json.
+	p.Timeline.Record(HandoffStepPrefix+name, start, time.Since(start))
 	if err != nil {
 		p.logger().Warn("handoff step failed; going on", "step", name, "error", err.Error())
 	}
@@ -267,6 +273,24 @@ const (
 // LinkedBinary), unless the root has a seedinit of its own on its PATH.
 // It is written again only when it differs: the same size and the same
 // first 64 KiB, which hold Go's build ID, are the same build.
+// startKeepBinary copies this program into the target in the background,
+// beside the provisioning: 12 MB written and flushed take half a second
+// of a slow machine, which the handoff need not wait for.
+func (p *PID1) startKeepBinary() {
+	done := make(chan error, 1)
+	p.keptBinary = done
+	safego.Go("keep seedinit for the running system", func() { done <- p.keepBinary() },
+		func(err error) { done <- err })
+}
+
+// waitKeepBinary is the copy's result, made now if it was not started.
+func (p *PID1) waitKeepBinary() error {
+	if p.keptBinary == nil {
+		return p.keepBinary()
+	}
+	return <-p.keptBinary
+}
+
 func (p *PID1) keepBinary() error {
 	root, err := target.Open(sysroot)
 	if err != nil {

@@ -71,8 +71,9 @@ type PID1 struct {
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	plug        *kmod.Plug   // loads the devices' modules until the handoff
 	stopPlug    func()
-	seedSaved   bool   // the final stage has a seed to run from
-	ownCertDir  string // SSL_CERT_DIR as PID 1 set it, kept from the real init
+	keptBinary  chan error // the background copy of this program into the target
+	seedSaved   bool       // the final stage has a seed to run from
+	ownCertDir  string     // SSL_CERT_DIR as PID 1 set it, kept from the real init
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
@@ -188,6 +189,7 @@ func (p *PID1) boot() {
 	// random seed and the state, its /home the keys.
 	p.Timeline.Do("mount the target's own filesystems", p.mountTarget)
 	if p.Initramfs {
+		p.startKeepBinary()
 		p.Timeline.Do("API filesystems for commands in the target", p.bindAPIFilesystems)
 	}
 	p.Timeline.Do("random seed", func() error {
@@ -205,6 +207,9 @@ func (p *PID1) boot() {
 			k, err := ParseKexec(p.Opts.Kexec)
 			if err != nil {
 				return err
+			}
+			if p.keptBinary != nil {
+				<-p.keptBinary // it writes in the target, which is let go
 			}
 			p.keepStateInTarget()
 			// The target is let go once the kernel is read (it may be on
