@@ -42,10 +42,10 @@ lint: ## gofmt, go vet (amd64 and arm64), and staticcheck when it can be install
 	@if scripts/staticcheck -version >/dev/null 2>&1; then scripts/staticcheck ./...; \
 	  else echo "lint: staticcheck not available, skipped"; fi
 
-demo: build ## apply the bundled appliance seed to a fresh temporary root and show what changed
+demo: build ## apply the bundled appliance seed to a fresh root, then boot it as a Debian appliance in QEMU and log in over SSH
 	scripts/demo
 
-bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, memory, resulting roots, net-convert (root; caches a Debian root in .cache)
+bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, peak RSS and private memory, resulting roots, net-convert (root; caches a Debian root in .cache)
 	scripts/bench-cloudinit
 
 bench: ## boot QEMU 5 times per scenario (default host keys and 2 vCPUs too) beside a busybox baseline; steps, slowest modules, the targets line
