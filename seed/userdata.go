@@ -35,8 +35,9 @@ const (
 	// fetches may take together when Options.IncludeBudget is 0. cloud-init
 	// gives each URL 5 s a try and 10 retries a second apart, with no
 	// bound on the whole: 20 URLs that never answer hold its boot for 20
-	// minutes.
-	DefaultIncludeBudget = 30 * time.Second
+	// minutes. 25 s leaves a user-data with includes that never answer
+	// applied, or refused, within 30 s in all.
+	DefaultIncludeBudget = 25 * time.Second
 )
 
 // maxParts bounds the parts of one user-data: those of its MIME message,
