@@ -16,7 +16,7 @@ build: ## build the static binary bin/seedinit (flags and why: scripts/build-see
 uroot: ## seedinit in u-root v0.16.0 images, as /init and as uinit, with the kernel's modules (.cache/uroot; scripts/build-uroot)
 	GO=$(GO) scripts/build-uroot
 
-test: deps lint test-go e2e e2e-arm64 ## install what the tests need (as root), then run every test; tests that cannot run say why
+test: deps lint test-go e2e ## install what the tests need (as root), then run every test; tests that cannot run say why
 
 deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; idempotent)
 	@scripts/install-deps || echo "deps: not all test dependencies could be installed; their tests will skip"
@@ -27,9 +27,10 @@ deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; i
 test-go:
 	$(GO) test -tags nethttpomithttp2 -count=1 ./...
 
-e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs, and in u-root's images, and check each scenario
+e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs, in u-root's images, and on arm64; check each scenario
 	scripts/e2e
 	GO=$(GO) scripts/e2e-uroot
+	GO=$(GO) scripts/e2e-arm64
 
 e2e-arm64: ## boot Debian's arm64 kernel in qemu-system-aarch64 with seedinit's arm64 initramfs (NoCloud)
 	scripts/e2e-arm64
