@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/stages"
+	"github.com/seedinit/seedinit/netup/live"
 )
 
 // FinalStageWaitFile holds what the final stage is waiting for right now,
@@ -126,7 +127,7 @@ func hasGlobalAddress(name string) bool {
 	if err != nil {
 		return false
 	}
-	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	addrs, err := live.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
 	if err != nil {
 		return false
 	}
