@@ -222,18 +222,24 @@ func (d *Data) Keys(key string) ([]string, error) {
 	if d.raw[i] != '{' {
 		return nil, fmt.Errorf("%s is %w", key, ErrNotMapping)
 	}
-	var keys []string
-	err = d.members(i, func(k string, _ int) error {
+	keys, err := d.appendKeys(nil, i)
+	if err != nil {
+		return nil, err
+	}
+	return sortUnique(keys), nil
+}
+
+// appendKeys appends the keys of the mapping at i to keys, within the
+// limit on nodes.
+func (d *Data) appendKeys(keys []string, i int) ([]string, error) {
+	err := d.members(i, func(k string, _ int) error {
 		if len(keys) == d.maxNodes {
 			return d.limitErr()
 		}
 		keys = append(keys, k)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return sortUnique(keys), nil
+	return keys, err
 }
 
 // TopKeys lists, sorted, the keys of the top level, v1's included.
@@ -258,14 +264,7 @@ func (d *Data) TopKeys() ([]string, error) {
 		return nil, err
 	}
 	if v1 >= 0 && d.raw[v1] == '{' {
-		err = d.members(v1, func(k string, _ int) error {
-			if len(keys) == d.maxNodes {
-				return d.limitErr()
-			}
-			keys = append(keys, k)
-			return nil
-		})
-		if err != nil {
+		if keys, err = d.appendKeys(keys, v1); err != nil {
 			return nil, err
 		}
 	}
