@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +33,13 @@ type HostSystem struct {
 	// Procs, when set, starts and forgets children: PID 1's reaper, so
 	// that it never reaps a command before that command's Wait does.
 	Procs ProcessStarter
+	// BeforeCommands, when set, is called once, before the first command
+	// starts: PID 1 loads the filesystems' modules there, which a
+	// command's mount would find missing (an initramfs has no modprobe
+	// for the kernel to ask), and which a boot that runs no command never
+	// pays for.
+	BeforeCommands func()
+	beforeOnce     sync.Once
 
 	pendingPower *PowerRequest
 }
@@ -97,6 +105,9 @@ func commandEnv(live bool, own []string) []string {
 
 // start runs c to its end, through Procs when PID 1 reaps orphans.
 func (h *HostSystem) start(c *exec.Cmd) error {
+	if h.BeforeCommands != nil {
+		h.beforeOnce.Do(h.BeforeCommands)
+	}
 	if h.Procs == nil {
 		return c.Run()
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path"
@@ -27,9 +28,7 @@ import (
 //
 //  1. keepStateInTarget: the random seed for the next boot and the
 //     timeline go into the target while its own filesystems (/var) are
-//     still mounted and it is writable; from an initramfs, keepBinary
-//     puts seedinit itself there, for `status`, `query` and `analyze` on
-//     the running system.
+//     still mounted and it is writable.
 //  2. handNetworkToOS: what PID 1 configured live on the interfaces the
 //     root's own network service brings up is taken back, so that service
 //     finds them fresh (ifupdown fails on an address already there).
@@ -48,8 +47,10 @@ import (
 //  7. recordTimeline in /run, which the switch carries into the new root.
 //  8. switchRoot (initramfs only): the API filesystems move, the
 //     initramfs is emptied, the new root becomes "/".
-//  9. startFinalStage: a child that outlives the exec runs the final
-//     stage once the real init has set the system up.
+//  9. startAfterHandoff: a child that outlives the exec waits for the
+//     real init to set the system up, then, from an initramfs, keeps
+//     seedinit itself in the root (for `status`, `query` and `analyze`
+//     on the running system) and runs the final stage.
 //  10. execRealInit: the first init candidate that is not seedinit itself.
 //  11. rescue, when no init could be executed.
 func (p *PID1) handoff() {
@@ -62,9 +63,6 @@ func (p *PID1) handoff() {
 	}
 	p.step("stop loading modules", p.stopModules)
 	p.step("keep the boot's state in the target", p.keepStateInTarget)
-	if p.Initramfs && !p.Opts.Disable {
-		p.step("keep seedinit for the running system", p.waitKeepBinary)
-	}
 	p.step("hand the network to the root's own service", p.handNetworkToOS)
 	p.step("note what the final stage waits for", p.noteFinalStageWait)
 	p.step("release the target's mounts", p.releaseTarget)
@@ -78,8 +76,8 @@ func (p *PID1) handoff() {
 			p.rescue(err)
 		}
 	}
-	if p.seedSaved {
-		p.step("start the final stage", p.startFinalStage)
+	if p.seedSaved || p.keepsSelfAfterHandoff() {
+		p.step("start the final stage", p.startAfterHandoff)
 	}
 	if p.Reaper != nil {
 		p.step("stop reaping", func() error { p.Reaper.Stop(); return nil })
@@ -150,7 +148,7 @@ func isAPIDir(rel string) bool {
 // root writable or never mounts them, status.json says why the final
 // stage has not run.
 func (p *PID1) noteFinalStageWait() error {
-	if !p.seedSaved || p.released {
+	if !(p.seedSaved || p.keepsSelfAfterHandoff()) || p.released {
 		return nil
 	}
 	if p.mountsBefore != nil {
@@ -169,6 +167,9 @@ func (p *PID1) noteFinalStageWait() error {
 			}
 		}
 		slices.Sort(p.finalWaitsFor)
+	}
+	if !p.seedSaved {
+		return nil
 	}
 	root, err := target.Open(p.targetDir())
 	if err != nil {
@@ -269,44 +270,33 @@ const (
 	LinkedBinary = "/usr/local/bin/seedinit"
 )
 
-// keepBinary copies this program into the root (KeptBinary, linked from
-// LinkedBinary), unless the root has a seedinit of its own on its PATH.
-// It is written again only when it differs: the same size and the same
-// first 64 KiB, which hold Go's build ID, are the same build.
-// startKeepBinary copies this program into the target in the background,
-// beside the provisioning: 12 MB written and flushed take half a second
-// of a slow machine, which the handoff need not wait for.
-func (p *PID1) startKeepBinary() {
-	done := make(chan error, 1)
-	p.keptBinary = done
-	safego.Go("keep seedinit for the running system", func() { done <- p.keepBinary() },
-		func(err error) { done <- err })
+// keepsSelfAfterHandoff says whether the child started after the switch
+// keeps this program in the root: it ran from an initramfs, whose copy
+// the switch deletes. The copy (12 MB written and flushed, a third of a
+// second of a slow machine's CPU) is nothing the real init needs, so the
+// boot does not wait for it.
+func (p *PID1) keepsSelfAfterHandoff() bool {
+	return p.Initramfs && !p.Opts.Disable
 }
 
-// waitKeepBinary is the copy's result, made now if it was not started.
-func (p *PID1) waitKeepBinary() error {
-	if p.keptBinary == nil {
-		return p.keepBinary()
-	}
-	return <-p.keptBinary
-}
-
-func (p *PID1) keepBinary() error {
-	root, err := target.Open(sysroot)
+// KeepSelf copies the program self (this one, from an initramfs) into
+// rootDir (KeptBinary, linked from LinkedBinary), unless the root has a
+// seedinit of its own on its PATH. It is written again only when it
+// differs: the same size and the same first 64 KiB, which hold Go's build
+// ID, are the same build.
+func KeepSelf(rootDir string, self *os.File, log *slog.Logger) error {
+	root, err := target.Open(rootDir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	if found, ok := apply.LookPath(root, "seedinit"); ok {
 		if dest, err := root.Readlink(found); err != nil || dest != KeptBinary {
-			p.logger().Debug("the root has its own seedinit; not keeping a copy", "path", found)
+			log.Debug("the root has its own seedinit; not keeping a copy", "path", found)
 			return nil
 		}
 	}
-	if p.self == nil {
-		return errors.New("this program's executable is not open")
-	}
-	st, err := p.self.Stat()
+	st, err := self.Stat()
 	if err != nil {
 		return err
 	}
@@ -322,21 +312,24 @@ func (p *PID1) keepBinary() error {
 			return err
 		}
 	}
-	if sameBuild(root, KeptBinary, p.self, st.Size()) {
+	if sameBuild(root, KeptBinary, self, st.Size()) {
 		return nil
 	}
 	if err := root.WriteFileWith(KeptBinary, 0o755, target.Owner{UID: 0, GID: 0}, func(f *os.File) error {
-		_, err := io.Copy(f, io.NewSectionReader(p.self, 0, st.Size()))
+		_, err := io.Copy(f, io.NewSectionReader(self, 0, st.Size()))
 		return err
 	}); err != nil {
 		return fmt.Errorf("keep seedinit in the root: %w", err)
 	}
 	if fi, err := root.Stat(path.Dir(LinkedBinary)); err == nil && fi.IsDir() && !root.Exists(LinkedBinary) {
 		if err := root.Symlink(KeptBinary, LinkedBinary); err != nil {
-			p.logger().Warn("put seedinit on the PATH", "link", LinkedBinary, "error", err.Error())
+			log.Warn("put seedinit on the PATH", "link", LinkedBinary, "error", err.Error())
 		}
 	}
-	p.logger().Info("seedinit kept in the root for the running system", "path", KeptBinary)
+	if err := root.Sync(); err != nil {
+		return fmt.Errorf("keep seedinit in the root: %w", err)
+	}
+	log.Info("seedinit kept in the root for the running system", "path", KeptBinary)
 	return nil
 }
 
@@ -356,12 +349,23 @@ func sameBuild(root *target.Root, name string, self *os.File, size int64) bool {
 	return err == nil && same
 }
 
-// startFinalStage starts a child that outlives the exec of the real init
-// (it keeps its PID; the real init inherits it as a child) and runs the
-// final stage once that init has set the system up. Nothing in the final
-// stage can delay the boot.
-func (p *PID1) startFinalStage() error {
-	args := []string{"run", "--stage", "final", "--after-handoff", "--quiet", "--seed", SeedCacheDir, "--root", "/"}
+// startAfterHandoff starts a child that outlives the exec of the real
+// init (it keeps its PID; the real init inherits it as a child) and, once
+// that init has set the system up, keeps this program in the root (from
+// an initramfs) and runs the final stage (with a seed). Nothing it does
+// can delay the boot.
+func (p *PID1) startAfterHandoff() error {
+	stage := "final"
+	if !p.seedSaved {
+		stage = "none"
+	}
+	args := []string{"run", "--stage", stage, "--after-handoff", "--quiet", "--root", "/"}
+	if p.seedSaved {
+		args = append(args, "--seed", SeedCacheDir)
+	}
+	if p.keepsSelfAfterHandoff() {
+		args = append(args, "--keep-self")
+	}
 	if len(p.finalWaitsFor) > 0 {
 		args = append(args, "--wait-for-mounts", strings.Join(p.finalWaitsFor, ","))
 	}
@@ -375,7 +379,11 @@ func (p *PID1) startFinalStage() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the final stage: %w", err)
 	}
-	p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))
+	if p.seedSaved {
+		p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))
+	} else {
+		p.logger().Info("seedinit will be kept in the root after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, nil))
+	}
 	return nil
 }
 

@@ -37,11 +37,13 @@ const (
 // defaultInits are tried in order when init= names none or it fails.
 var defaultInits = []string{"/sbin/init", "/etc/init", "/bin/init", "/bin/sh"}
 
-// fsModules are loaded in the background while the devices are probed,
-// for the commands run in the target before the handoff (mounts' mount
-// -a, disk_setup), which have no modprobe to ask for them in an
-// initramfs. The root's own filesystem is loaded by what its superblock
-// says, before it is mounted.
+// fsModules are loaded before the first command run in the target before
+// the handoff (mounts' mount -a, disk_setup's mkfs, a bootcmd), which has
+// no modprobe to ask for them in an initramfs; a boot that runs none does
+// not load them (a quarter of a second of a slow machine). The root's own
+// filesystem is loaded by what its superblock says, before it is mounted,
+// and the target's fstab entries by their type; the seeds are read
+// without the kernel's filesystems.
 var fsModules = []string{"fs-ext4", "fs-vfat", "fs-iso9660", "nls_cp437", "nls_iso8859-1", "nls_ascii"}
 
 // moduleQuiet is how long the machine must be without a new device or a
@@ -71,9 +73,8 @@ type PID1 struct {
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	plug        *kmod.Plug   // loads the devices' modules until the handoff
 	stopPlug    func()
-	keptBinary  chan error // the background copy of this program into the target
-	seedSaved   bool       // the final stage has a seed to run from
-	ownCertDir  string     // SSL_CERT_DIR as PID 1 set it, kept from the real init
+	seedSaved   bool   // the final stage has a seed to run from
+	ownCertDir  string // SSL_CERT_DIR as PID 1 set it, kept from the real init
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
@@ -189,7 +190,6 @@ func (p *PID1) boot() {
 	// random seed and the state, its /home the keys.
 	p.Timeline.Do("mount the target's own filesystems", p.mountTarget)
 	if p.Initramfs {
-		p.startKeepBinary()
 		p.Timeline.Do("API filesystems for commands in the target", p.bindAPIFilesystems)
 	}
 	p.Timeline.Do("random seed", func() error {
@@ -208,8 +208,12 @@ func (p *PID1) boot() {
 			if err != nil {
 				return err
 			}
-			if p.keptBinary != nil {
-				<-p.keptBinary // it writes in the target, which is let go
+			// No real init follows to keep seedinit after: the kexec'd
+			// kernel's boot finds it in the root.
+			if p.keepsSelfAfterHandoff() && p.self != nil {
+				if err := KeepSelf(p.targetDir(), p.self, p.Log); err != nil {
+					p.Log.Warn("keep seedinit in the root", "error", err.Error())
+				}
 			}
 			p.keepStateInTarget()
 			// The target is let go once the kernel is read (it may be on
@@ -244,6 +248,13 @@ func (p *PID1) loadModule(name string) {
 	}
 	if err := p.modules.Load(name); err != nil {
 		p.Log.Debug("module", "name", name, "error", err.Error())
+	}
+}
+
+// loadFilesystemModules loads fsModules, those already loaded aside.
+func (p *PID1) loadFilesystemModules() {
+	for _, m := range fsModules {
+		p.loadModule(m)
 	}
 }
 
@@ -303,7 +314,7 @@ func (p *PID1) stopModules() error {
 // directory is a kernel with its drivers built in: nil and no error. The
 // loader is returned for later loads.
 func LoadModules(log *slog.Logger, extra []string) (*kmod.Loader, error) {
-	l, plug, stop, err := startModules(log, extra, nil)
+	l, plug, stop, err := startModules(log, append(append([]string{}, fsModules...), extra...), nil)
 	if plug != nil {
 		settleModules(log, plug, stop == nil)
 	}
@@ -342,7 +353,7 @@ func startModules(log *slog.Logger, extra []string, onLoad func(name string, sta
 	}
 	plug := l.NewPlug(events)
 	plug.Scan("/sys")
-	for _, m := range append(append([]string{}, fsModules...), extra...) {
+	for _, m := range extra {
 		plug.Add(m)
 	}
 	return l, plug, stop, nil
@@ -474,7 +485,7 @@ func (p *PID1) provision() error {
 			Root:    root,
 			Seed:    sd,
 			Stages:  []apply.Stage{apply.StageLocal, apply.StageNetwork, apply.StageConfig},
-			Sys:     &apply.HostSystem{Root: root, Booting: true, Procs: p.Reaper},
+			Sys:     &apply.HostSystem{Root: root, Booting: true, Procs: p.Reaper, BeforeCommands: p.loadFilesystemModules},
 			Log:     p.Log,
 			Console: p.Console,
 			Version: apply.Version,

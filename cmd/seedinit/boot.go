@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed/ds"
@@ -32,19 +33,27 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seedinit run", flag.ContinueOnError)
 	rootDir := fs.String("root", "/", "target root directory")
 	seedDir := fs.String("seed", "", "seed directory (default: "+boot.SeedCacheDir+", then /var/lib/cloud/seed/nocloud)")
-	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all")
+	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all; none with --keep-self")
 	afterHandoff := fs.Bool("after-handoff", false, "wait until PID 1 is the real init and the root is writable before running (used by PID 1 for the final stage)")
 	waitMounts := fs.String("wait-for-mounts", "", "with --after-handoff, also wait until these comma-separated mount points (in --root) are mounted")
 	waitNetwork := fs.String("wait-for-network", "", "with --after-handoff, then wait (at most 2 minutes) until these comma-separated interfaces have an address")
+	keepSelf := fs.Bool("keep-self", false, "with --after-handoff, first copy this program into --root for the running system (used by PID 1 when it ran from an initramfs)")
 	out := outputFlags(fs)
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if *keepSelf && !*afterHandoff {
+		return fail(stderr, "run: --keep-self is for --after-handoff")
+	}
+	keepOnly := *stageName == "none"
+	if keepOnly && !*keepSelf {
+		return fail(stderr, "run: --stage none is for --keep-self")
 	}
 	// PID 1's final stage (--after-handoff) finds the drivers loaded.
 	if !*afterHandoff {
 		loadModulesInInitramfs(*rootDir, *out.debug, stderr)
 	}
-	if *seedDir == "" {
+	if *seedDir == "" && !keepOnly {
 		for _, d := range []string{boot.SeedCacheDir, filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud"), filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud-net")} {
 			if _, err := os.Stat(filepath.Join(d, "meta-data")); err == nil {
 				*seedDir = d
@@ -66,6 +75,18 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		if *waitMounts != "" {
 			mounts = strings.Split(*waitMounts, ",")
 		}
+		if keepOnly {
+			// No final stage waits: the copy alone is given up on a root
+			// that stays read-only rather than waited for for ever.
+			ctx, cancel := context.WithTimeout(context.Background(), keepSelfWait)
+			ready := boot.WaitForRealInit(ctx, *rootDir, mounts, nil)
+			cancel()
+			if !ready {
+				return fail(stderr, "run: the root was not writable within %s; seedinit not kept in it", keepSelfWait)
+			}
+			keepSelfInRoot(*rootDir, *out.debug, stderr)
+			return exitOK
+		}
 		boot.WaitForRealInit(context.Background(), *rootDir, mounts, boot.NoteFinalStageWaiting)
 		if *waitNetwork != "" {
 			if down := boot.WaitForNetwork(context.Background(), strings.Split(*waitNetwork, ","), boot.NetworkWait, boot.NoteFinalStageWaiting); len(down) > 0 {
@@ -74,17 +95,44 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 		boot.NoteFinalStageWaiting("")
 	}
+	if *keepSelf {
+		keepSelfInRoot(*rootDir, *out.debug, stderr)
+	}
 	return runStages("run", *rootDir, *seedDir, *stageName, out, stdout, stderr)
+}
+
+// keepSelfWait bounds how long `run --stage none --keep-self` waits for
+// a writable root.
+const keepSelfWait = 10 * time.Minute
+
+// keepSelfInRoot is boot.KeepSelf for the running executable, logging to
+// stderr like the stages; a failure is only logged: the final stage runs
+// whatever became of the copy.
+func keepSelfInRoot(rootDir string, debug bool, stderr io.Writer) {
+	log := stderrLogger(debug, stderr)
+	self, err := os.Open("/proc/self/exe")
+	if err == nil {
+		defer self.Close()
+		err = boot.KeepSelf(rootDir, self, log)
+	}
+	if err != nil {
+		log.Warn("keep seedinit in the root", "error", err.Error())
+	}
+}
+
+// stderrLogger logs to stderr like the stages.
+func stderrLogger(debug bool, stderr io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // loadModulesInInitramfs is boot.LoadModulesInInitramfs, logging to
 // stderr like the stages.
 func loadModulesInInitramfs(rootDir string, debug bool, stderr io.Writer) {
-	level := slog.LevelInfo
-	if debug {
-		level = slog.LevelDebug
-	}
-	boot.LoadModulesInInitramfs(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), rootDir)
+	boot.LoadModulesInInitramfs(stderrLogger(debug, stderr), rootDir)
 }
 
 func runAnalyze(args []string, stdout, stderr io.Writer) int {
