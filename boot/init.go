@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/disk"
+	"github.com/seedinit/seedinit/apply/ssh"
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
@@ -201,6 +203,7 @@ func (p *PID1) boot() {
 		seedEntropyFromRoot(p.Log, root, machineIdentity())
 		return nil
 	})
+	p.startEarlyHostKey()
 	p.Timeline.Do("provision", p.provision)
 	if p.Opts.Kexec != "" {
 		p.Timeline.Do("kexec", func() error {
@@ -249,6 +252,38 @@ func (p *PID1) loadModule(name string) {
 	if err := p.modules.Load(name); err != nil {
 		p.Log.Debug("module", "name", name, "error", err.Error())
 	}
+}
+
+// EarlyHostKeyStep names the early RSA host key in the timeline.
+const EarlyHostKeyStep = "early RSA host key"
+
+// startEarlyHostKey starts the RSA host key the ssh module makes by
+// default (seconds of a slow CPU) before the datasource is found, on a
+// machine with a CPU to spare for it, when the root has never been
+// provisioned (no /var/lib/cloud/instance), the boot on which the ssh
+// module makes its keys. The module takes it when the config asks for an
+// RSA key; a config that does not costs that spare CPU's time. On one CPU
+// it would slow everything else down: the key waits for the config there.
+func (p *PID1) startEarlyHostKey() {
+	if runtime.NumCPU() < 2 {
+		return
+	}
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	if _, err := root.Lstat(apply.Path("instance")); err == nil {
+		return
+	}
+	err = ssh.StartEarly("rsa", func(start time.Time, d time.Duration, err error) {
+		p.Timeline.Record(EarlyHostKeyStep, start, d)
+	})
+	if err != nil {
+		p.Log.Warn("early host key", "error", err.Error())
+		return
+	}
+	p.Log.Info("RSA host key started before the datasource is found", "cpus", runtime.NumCPU(), "why", "the root's first boot")
 }
 
 // loadFilesystemModules loads fsModules, those already loaded aside.

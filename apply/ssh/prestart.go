@@ -52,6 +52,11 @@ func prestartHostKeys(ctx context.Context, env *apply.Env) any {
 		if _, dup := pending[keyType]; dup || (!deleteKeys && env.Root.Exists(hostKeyPath(keyType))) {
 			continue
 		}
+		if ch, ok := takeEarly(keyType); ok {
+			pending[keyType] = ch
+			env.Log.Debug("host key started early taken", "type", keyType)
+			continue
+		}
 		ch := make(chan signerResult, 1)
 		pending[keyType] = ch
 		safego.Go("make the "+keyType+" host key", func() {

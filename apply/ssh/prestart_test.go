@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedinit/seedinit/apply/applytest"
 )
@@ -74,5 +76,59 @@ func TestPrestartStartsWhatRunWouldGenerate(t *testing.T) {
 				t.Errorf("started %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// An RSA key PID 1 started before the config was known is the one the
+// ssh module's Prestart takes when the config asks for RSA, once; a config
+// without RSA leaves it untaken.
+func TestEarlyRSAKeyIsTaken(t *testing.T) {
+	if err := StartEarly("ed25519", nil); err == nil {
+		t.Error("StartEarly(ed25519): want an error, only rsa is started early")
+	}
+	t.Cleanup(func() { takeEarly("rsa") })
+	made := make(chan time.Duration, 2)
+	if err := StartEarly("rsa", func(_ time.Time, d time.Duration, err error) {
+		if err != nil {
+			t.Errorf("early key: %v", err)
+		}
+		made <- d
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := StartEarly("rsa", nil); err != nil { // already started: not again
+		t.Fatal(err)
+	}
+
+	without := applytest.NewEnvAt(t, t.TempDir(), loadConfig(t, "ssh_genkeytypes: [ed25519]"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	prestartHostKeys(ctx, without.Env)
+	if _, ok := early.keys["rsa"]; !ok {
+		t.Fatal("a config without rsa took the early rsa key")
+	}
+
+	env := applytest.NewEnvAt(t, t.TempDir(), loadConfig(t, "ssh_genkeytypes: [rsa]"))
+	pending, _ := prestartHostKeys(context.Background(), env.Env).(pendingKeys)
+	if !pending.has("rsa") {
+		t.Fatalf("prestart started %v, want rsa", pending)
+	}
+	if _, ok := takeEarly("rsa"); ok {
+		t.Fatal("the early key is still there after Prestart took it")
+	}
+	key, err := pending.take(context.Background(), "rsa", "root@web-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(key.Public), "ssh-rsa ") || !strings.HasSuffix(strings.TrimSpace(string(key.Public)), " root@web-3") {
+		t.Errorf("public key %q, want an ssh-rsa line with the comment given when taken", key.Public)
+	}
+	select {
+	case <-made:
+	case <-time.After(time.Minute):
+		t.Fatal("the early key never said it was made")
+	}
+	if len(made) != 0 {
+		t.Error("the early key was made twice")
 	}
 }
