@@ -32,11 +32,15 @@ func TestPlugScanAndEvents(t *testing.T) {
 		"bus/pci/devices/0000:00:05.0/modalias": "pci:v00008086d00007010sv*\n",
 		"devices/system/cpu/modalias":           "cpu:type:x86,ven0000fam0006:feature:,0000\n",
 		"devices/virtual/dmi/id/modalias":       "dmi:bvnSeaBIOS:\n",
+		"bus/virtio/devices/virtio3/uevent":     "DRIVER=virtio_rng\n", // no modalias
+		// A system bus is not read: were such a file there, nothing
+		// would load it.
+		"bus/memory/devices/memory0/modalias": "fs-ext4\n",
 	})
 	events := make(chan string, 4)
 	p := l.NewPlug(events)
 	if n := p.Scan(sys); n != 1 {
-		t.Errorf("Scan started %d loads, want 1 (virtio_net, once for both devices)", n)
+		t.Errorf("Scan started %d loads, want 1 (virtio_net, once for both devices; no ext4 from the memory bus)", n)
 	}
 	events <- "fs-ext4"
 	loaded, errs, settled := p.Settle(20*time.Millisecond, 5*time.Second)
