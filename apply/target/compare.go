@@ -43,12 +43,12 @@ func (r *Root) holds(name string, data []byte, mode fs.FileMode, owner Owner) bo
 
 // sameFile reports whether rel (resolved) is a regular file with the
 // content of the temporary file tmp, mode and owner.
-func (r *Root) sameFile(rel string, tmp *os.File, mode fs.FileMode, owner Owner) bool {
+func sameFile(dir *os.Root, base string, tmp *os.File, mode fs.FileMode, owner Owner) bool {
 	fi, err := tmp.Stat()
 	if err != nil {
 		return false
 	}
-	old, err := r.root.Open(rel)
+	old, err := dir.Open(base)
 	if err != nil {
 		return false
 	}

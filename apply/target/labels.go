@@ -110,16 +110,16 @@ func getXattr(p, name string) ([]byte, error) {
 	}
 }
 
-// labelFile carries the labels of rel, if something is there, onto the
-// open temporary file f that is about to replace it.
-func (r *Root) labelFile(rel string, f *os.File) bool {
-	dir, err := r.root.Open(path.Dir(rel))
+// labelFile carries the labels of base in dir, if something is there,
+// onto the open temporary file f that is about to replace it.
+func labelFile(dir *os.Root, base string, f *os.File) bool {
+	d, err := dir.Open(".")
 	if err != nil {
 		return false
 	}
-	defer dir.Close()
+	defer d.Close()
 	fd := int(f.Fd())
-	return carryLabels(dir, path.Base(rel), func(name string, value []byte) error {
+	return carryLabels(d, base, func(name string, value []byte) error {
 		return unix.Fsetxattr(fd, name, value, 0)
 	})
 }

@@ -569,10 +569,20 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	if err := r.MkdirAll(path.Dir(rel), 0o755, Owner{UID: 0, GID: 0}.orKeep(r)); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, err)
 	}
-	if opts.removeStale {
-		r.removeStaleTemps(rel)
+	// The directory is held for the rest: the temporary file, the old
+	// file's comparison and labels and the rename are each one lookup of
+	// one name in it, not a walk of the whole path (a module writes
+	// hundreds of files, most of them deep under /var/lib/cloud).
+	dir, err := r.root.OpenRoot(path.Dir(rel))
+	if err != nil {
+		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
-	tmp, f, err := r.createTemp(rel, mode)
+	defer dir.Close()
+	base := path.Base(rel)
+	if opts.removeStale {
+		removeStaleTemps(dir, base)
+	}
+	tmp, f, err := createTemp(dir, base, mode)
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -580,13 +590,13 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	defer func() {
 		if !committed {
 			f.Close()
-			r.root.Remove(tmp)
+			dir.Remove(tmp)
 		}
 	}()
 	if err := fill(f); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
-	if opts.keepIfSame && r.sameFile(rel, f, mode, owner) {
+	if opts.keepIfSame && sameFile(dir, base, f, mode, owner) {
 		return false, nil
 	}
 	// Owner before mode: the kernel clears setuid and setgid on chown,
@@ -599,7 +609,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	if err := f.Chmod(mode); err != nil {
 		return false, fmt.Errorf("write %s: set mode: %w", name, unwrapPath(err))
 	}
-	labelled := r.labelFile(rel, f)
+	labelled := labelFile(dir, base, f)
 	// The content must be on disk before the rename can be: XFS (unlike
 	// ext4's auto_da_alloc) does not flush a file renamed over another,
 	// and a power cut between a committed rename and the data's
@@ -619,7 +629,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	if err := f.Close(); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
-	if err := r.root.Rename(tmp, rel); err != nil {
+	if err := dir.Rename(tmp, base); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
 	committed = true
@@ -796,10 +806,10 @@ func (r *Root) chown(rel string, owner Owner) error {
 	return unwrapPath(r.root.Lchown(rel, owner.UID, owner.GID))
 }
 
-func (r *Root) createTemp(rel string, mode fs.FileMode) (string, *os.File, error) {
+func createTemp(dir *os.Root, base string, mode fs.FileMode) (string, *os.File, error) {
 	for range 10 {
-		tmp := tempName(rel)
-		f, err := r.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
+		tmp := tempName(base)
+		f, err := dir.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -880,19 +890,20 @@ func (r *Root) syncAt(rel string, dev uint64, onDev bool, done map[uint64]bool) 
 	return nil
 }
 
-// removeStaleTemps removes the temporary files tempName made for rel.
-func (r *Root) removeStaleTemps(rel string) {
-	d, err := r.root.Open(path.Dir(rel))
+// removeStaleTemps removes the temporary files tempName made for base in
+// dir.
+func removeStaleTemps(dir *os.Root, base string) {
+	d, err := dir.Open(".")
 	if err != nil {
 		return
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	prefix := tempPrefix(path.Base(rel))
+	prefix := tempPrefix(base)
 	for _, n := range names {
 		if suffix, ok := strings.CutPrefix(n, prefix); ok && len(suffix) == 12 {
 			if _, err := hex.DecodeString(suffix); err == nil {
-				r.root.Remove(path.Join(path.Dir(rel), n))
+				dir.Remove(n)
 			}
 		}
 	}
