@@ -118,7 +118,9 @@ func (s *State) MarkRun(name string, freq Frequency) error {
 		return nil
 	}
 	body := fmt.Sprintf("%d: %f\n", os.Getpid(), float64(s.now().UnixNano())/1e9)
-	return s.Root.WriteFile(p, []byte(body), 0o644, target.KeepOwner)
+	// Only its existence is read; lost in a power cut, the module runs
+	// again, its own files having been made durable before.
+	return s.Root.WriteMarkFile(p, []byte(body), 0o644, target.KeepOwner)
 }
 
 // ClearRun removes a semaphore so the work runs again.

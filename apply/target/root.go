@@ -535,6 +535,21 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 	return err
 }
 
+// WriteMarkFile is WriteFile for a file whose loss in a power cut only
+// means work done again and whose content nothing reads, such as a
+// module's semaphore: written and renamed atomically like any other, but
+// not flushed on its own (an fsync apiece was a quarter of a first boot's
+// flushes); the next Sync makes it durable with everything else. Empty
+// after a power cut where a filesystem does not order data before a
+// rename (XFS), it still marks what it marks.
+func (r *Root) WriteMarkFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
+	_, err := r.writeFile(name, mode, owner, writeOpts{noFlush: true}, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+	return err
+}
+
 // WriteFileWith is WriteFile for content that is made in place rather than
 // held in memory (a preallocated swap file): fill writes the new file
 // through f, which is open write-only on the temporary file that is then
@@ -553,6 +568,8 @@ type writeOpts struct {
 	// keepIfSame leaves the file alone when what fill wrote, the mode
 	// and the owner are what is there already.
 	keepIfSame bool
+	// noFlush leaves the content to the next Sync (WriteMarkFile).
+	noFlush bool
 }
 
 // writeFile is WriteFile's engine: fill writes the new content into the
@@ -620,8 +637,10 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	// behind a later rename. New files are flushed too: a module that
 	// makes a file only when it is missing (a host key) would take an
 	// empty one for done. The rename itself is made durable by Sync.
-	if err := f.Sync(); err != nil {
-		return false, fmt.Errorf("write %s: flush to disk: %w", name, unwrapPath(err))
+	if !opts.noFlush {
+		if err := f.Sync(); err != nil {
+			return false, fmt.Errorf("write %s: flush to disk: %w", name, unwrapPath(err))
+		}
 	}
 	if fi, err := f.Stat(); err == nil {
 		r.dirtied(fi, path.Dir(rel))

@@ -114,6 +114,9 @@ func TestSyncReachesEveryWrittenFilesystem(t *testing.T) {
 		{"nothing written: the top only", func() error { return nil }, []uint64{top}},
 		{"a file on the top", func() error { return r.WriteFile("/etc/x", []byte("x"), 0o644, KeepOwner) }, []uint64{top}},
 		{"a file on /var", func() error { return r.WriteFile("/var/lib/x", []byte("x"), 0o644, KeepOwner) }, []uint64{top, varFS}},
+		{"a mark file on /var, not flushed on its own", func() error {
+			return r.WriteMarkFile("/var/lib/cloud/sem/m", []byte("1: 2.0\n"), 0o644, KeepOwner)
+		}, []uint64{top, varFS}},
 		{"through a symlink into /var", func() error { return r.WriteFile("/data/y", []byte("y"), 0o644, KeepOwner) }, []uint64{top, varFS}},
 		{"an append on /var", func() error { return r.AppendFile("/var/log/z", []byte("z\n"), 0o644, KeepOwner) }, []uint64{top, varFS}},
 		{"a directory on /var", func() error { return r.MkdirAll("/var/cache/a/b", 0o755, KeepOwner) }, []uint64{top, varFS}},
