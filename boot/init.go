@@ -442,7 +442,7 @@ func (p *PID1) mountRoot() error {
 	if p.Opts.RootWait {
 		limit = 5 * time.Minute
 	}
-	dev, err := WaitRoot(context.Background(), p.Opts.Root, FindRoot, limit)
+	dev, err := WaitRoot(context.Background(), p.Opts.Root, newRootPoller(FindRoot).Find, limit)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package boot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,7 +206,54 @@ func FindRoot(spec string) (string, error) {
 	p := "/dev/" + b.Name
 	if _, err := os.Stat(p); err != nil {
 		// devtmpfs makes the node; until it has, the device is not there.
-		return "", ErrNoDevice
+		return "", errNodePending
 	}
 	return p, nil
+}
+
+// errNodePending is FindRoot's ErrNoDevice for a device the kernel has
+// but devtmpfs has not made the node of yet.
+var errNodePending = fmt.Errorf("%w: its /dev node is not made yet", ErrNoDevice)
+
+// sysClassBlock lists the kernel's block devices; tests point it
+// elsewhere.
+var sysClassBlock = "/sys/class/block"
+
+// rootPoller is WaitRoot's finder: find's scan of every disk's
+// superblock or partition table is run again only when the kernel's
+// block devices or their /dev nodes changed since a scan found nothing
+// (the polls took a tenth of a second of a slow machine's CPU while the
+// disk drivers were loading beside them). A device comes to sysfs a
+// moment before devtmpfs has made its node, so the nodes count too.
+type rootPoller struct {
+	find    RootFinder
+	devices func() string
+	last    string // the devices of the last scan that found nothing
+	scanned bool
+}
+
+func newRootPoller(find RootFinder) *rootPoller {
+	return &rootPoller{find: find, devices: func() string {
+		entries, _ := os.ReadDir(sysClassBlock)
+		var b strings.Builder
+		for _, e := range entries {
+			b.WriteString(e.Name())
+			if _, err := os.Stat("/dev/" + e.Name()); err != nil {
+				b.WriteString(" (no node)")
+			}
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}}
+}
+
+func (r *rootPoller) Find(spec string) (string, error) {
+	devices := r.devices()
+	if r.scanned && devices == r.last {
+		return "", ErrNoDevice
+	}
+	dev, err := r.find(spec)
+	r.scanned = errors.Is(err, ErrNoDevice) && !errors.Is(err, errNodePending)
+	r.last = devices
+	return dev, err
 }
