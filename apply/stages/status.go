@@ -165,9 +165,13 @@ func unixSeconds(t time.Time) float64 {
 	return float64(t.UnixMicro()) / 1e6
 }
 
+// writeStatus writes status.json, atomically, and leaves it to the
+// stages' next Sync: each run writes it anew from its first stage, so a
+// copy lost in a power cut costs nothing, and its own flush was six
+// journal commits of every boot.
 func writeStatus(root *target.Root, s *Status, log *slog.Logger) {
 	b, _ := json.MarshalIndent(s, "", " ")
-	if err := root.WriteFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner); err != nil {
+	if err := root.WriteMarkFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner); err != nil {
 		log.Error("write status", "error", err.Error())
 		return
 	}

@@ -536,12 +536,13 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 }
 
 // WriteMarkFile is WriteFile for a file whose loss in a power cut only
-// means work done again and whose content nothing reads, such as a
-// module's semaphore: written and renamed atomically like any other, but
-// not flushed on its own (an fsync apiece was a quarter of a first boot's
+// means work done or a report written again, such as a module's
+// semaphore (only its existence is read) or status.json (written anew by
+// every run): written and renamed atomically like any other, but not
+// flushed on its own (an fsync apiece was a quarter of a first boot's
 // flushes); the next Sync makes it durable with everything else. Empty
 // after a power cut where a filesystem does not order data before a
-// rename (XFS), it still marks what it marks.
+// rename (XFS), a semaphore still marks what it marks.
 func (r *Root) WriteMarkFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
 	_, err := r.writeFile(name, mode, owner, writeOpts{noFlush: true}, func(f *os.File) error {
 		_, err := f.Write(data)
