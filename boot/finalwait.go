@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/netup/live"
+	nlink "github.com/seedinit/seedinit/netup/link"
 )
 
 // FinalStageWaitFile holds what the final stage is waiting for right now,
@@ -127,7 +127,7 @@ func hasGlobalAddress(name string) bool {
 	if err != nil {
 		return false
 	}
-	addrs, err := live.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
+	addrs, err := nlink.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
 	if err != nil {
 		return false
 	}

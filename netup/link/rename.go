@@ -296,7 +296,7 @@ func validName(name string) error {
 type netlinkOps struct{}
 
 func (netlinkOps) list() ([]*device, error) {
-	links, err := netlink.LinkList()
+	links, err := RetryDump(netlink.LinkList)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	nlink "github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/model"
 )
 
@@ -64,7 +64,7 @@ func Release(n *model.Network, hand func(iface *model.Interface) bool) ([]string
 // flush deletes link's routes and addresses but the kernel's own.
 func flush(link netlink.Link) error {
 	var errs []error
-	routes, err := RetryDump(func() ([]netlink.Route, error) { return netlink.RouteList(link, netlink.FAMILY_ALL) })
+	routes, err := nlink.RetryDump(func() ([]netlink.Route, error) { return netlink.RouteList(link, netlink.FAMILY_ALL) })
 	if err != nil {
 		return fmt.Errorf("list routes: %w", err)
 	}
@@ -76,7 +76,7 @@ func flush(link netlink.Link) error {
 			errs = append(errs, fmt.Errorf("delete route %s: %w", r, err))
 		}
 	}
-	addrs, err := RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
+	addrs, err := nlink.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
 	if err != nil {
 		return fmt.Errorf("list addresses: %w", err)
 	}
@@ -89,22 +89,6 @@ func flush(link netlink.Link) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// RetryDump runs a netlink dump again while the kernel says it was
-// interrupted (ErrDumpInterrupted: an address or route changed during it,
-// as IPv6 autoconfiguration does on a NIC just brought up), a few times
-// at most.
-func RetryDump[T any](list func() ([]T, error)) ([]T, error) {
-	var out []T
-	var err error
-	for try := 0; try < 5; try++ {
-		if out, err = list(); !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return out, err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return out, err
 }
 
 func isLinkLocal6(dst *net.IPNet) bool {
