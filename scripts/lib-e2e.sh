@@ -165,6 +165,13 @@ if [ -e /run/seedinit/seed/meta-data ]; then
 	while [ ! -e /var/lib/cloud/instance/boot-finished ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 	[ -e /var/lib/cloud/instance/boot-finished ] && echo "E2E: final stage finished after init"
 fi
+# A root that asks for it (no seed, so no final stage to wait for) waits
+# for the copy of seedinit the child after the handoff makes.
+if [ -e /etc/e2e-wait-kept-seedinit ]; then
+	i=0
+	while [ ! -s /var/lib/seedinit/seedinit ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+	[ -s /var/lib/seedinit/seedinit ] && sleep 0.5 && echo "E2E: seedinit kept in the root after the handoff"
+fi
 echo "E2E: done"
 # What a real init does at shutdown, so the disk images are clean to
 # read: every other process ends (the final stage may still be writing
