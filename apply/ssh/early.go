@@ -37,8 +37,8 @@ func StartEarly(keyType string, done func(start time.Time, d time.Duration, err 
 	}
 	ch := make(chan signerResult, 1)
 	early.keys[keyType] = ch
+	start := time.Now()
 	safego.Go("make the early "+keyType+" host key", func() {
-		start := time.Now()
 		priv, err := generateSigner(keyType, nil)
 		if done != nil {
 			done(start, time.Since(start), err)
