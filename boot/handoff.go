@@ -376,7 +376,10 @@ func (p *PID1) startAfterHandoff() error {
 	cmd.Stdout, cmd.Stderr = p.Console, p.Console
 	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// At the lowest priority until it has kept seedinit and the real init
+	// has set the system up (run --after-handoff takes the normal one
+	// back): nothing it does before may delay the real init's start.
+	if err := startNiced(cmd, backgroundNice); err != nil {
 		return fmt.Errorf("start the final stage: %w", err)
 	}
 	if p.seedSaved {

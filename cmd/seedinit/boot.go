@@ -98,6 +98,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if *keepSelf {
 		keepSelfInRoot(*rootDir, *out.debug, stderr)
 	}
+	if *afterHandoff {
+		// PID 1 started this child at the lowest priority; the final
+		// stage's modules and the user's scripts run at the normal one,
+		// as cloud-init's do.
+		boot.RestorePriority()
+	}
 	return runStages("run", *rootDir, *seedDir, *stageName, out, stdout, stderr)
 }
 
