@@ -88,17 +88,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		boot.WaitForRealInit(context.Background(), *rootDir, mounts, boot.NoteFinalStageWaiting)
+		// The copy needs the root and /var, not the network.
+		if *keepSelf {
+			keepSelfInRoot(*rootDir, *out.debug, stderr)
+		}
 		if *waitNetwork != "" {
 			if down := boot.WaitForNetwork(context.Background(), strings.Split(*waitNetwork, ","), boot.NetworkWait, boot.NoteFinalStageWaiting); len(down) > 0 {
 				fmt.Fprintf(stderr, "seedinit: final stage: %s still without an address after %s; running anyway\n", strings.Join(down, ", "), boot.NetworkWait)
 			}
 		}
 		boot.NoteFinalStageWaiting("")
-	}
-	if *keepSelf {
-		keepSelfInRoot(*rootDir, *out.debug, stderr)
-	}
-	if *afterHandoff {
 		// PID 1 started this child at the lowest priority; the final
 		// stage's modules and the user's scripts run at the normal one,
 		// as cloud-init's do.
