@@ -127,7 +127,7 @@ func hasGlobalAddress(name string) bool {
 	if err != nil {
 		return false
 	}
-	addrs, err := nlink.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
+	addrs, err := nlink.Addrs(link, netlink.FAMILY_ALL)
 	if err != nil {
 		return false
 	}

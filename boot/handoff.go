@@ -77,7 +77,7 @@ func (p *PID1) handoff() {
 		}
 	}
 	if p.seedSaved || p.keepsSelfAfterHandoff() {
-		p.step("start the final stage", p.startAfterHandoff)
+		p.step("start the work after the handoff", p.startAfterHandoff)
 	}
 	if p.Reaper != nil {
 		p.step("stop reaping", func() error { p.Reaper.Stop(); return nil })
@@ -333,6 +333,18 @@ func KeepSelf(rootDir string, self *os.File, log *slog.Logger) error {
 	return nil
 }
 
+// KeepRunningSelf is KeepSelf for this process's own executable: what
+// PID 1's child after the handoff keeps, run from the initramfs's copy
+// that the switch deleted.
+func KeepRunningSelf(rootDir string, log *slog.Logger) error {
+	self, err := os.Open(selfExe)
+	if err != nil {
+		return fmt.Errorf("keep seedinit in the root: %w", err)
+	}
+	defer self.Close()
+	return KeepSelf(rootDir, self, log)
+}
+
 // sameBuild reports whether name in root is the build self is.
 func sameBuild(root *target.Root, name string, self *os.File, size int64) bool {
 	fi, err := root.Stat(name)
@@ -380,7 +392,7 @@ func (p *PID1) startAfterHandoff() error {
 	// has set the system up (run --after-handoff takes the normal one
 	// back): nothing it does before may delay the real init's start.
 	if err := startNiced(cmd, backgroundNice); err != nil {
-		return fmt.Errorf("start the final stage: %w", err)
+		return fmt.Errorf("start %s %s: %w", selfExe, strings.Join(args, " "), err)
 	}
 	if p.seedSaved {
 		p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))

@@ -276,13 +276,9 @@ func (p *PID1) startEarlyHostKey() {
 	if _, err := root.Lstat(apply.Path("instance")); err == nil {
 		return
 	}
-	err = ssh.StartEarly("rsa", func(start time.Time, d time.Duration, err error) {
+	ssh.StartEarlyRSA(func(start time.Time, d time.Duration, err error) {
 		p.Timeline.Record(EarlyHostKeyStep, start, d)
 	})
-	if err != nil {
-		p.Log.Warn("early host key", "error", err.Error())
-		return
-	}
 	p.Log.Info("RSA host key started before the datasource is found", "cpus", runtime.NumCPU(), "why", "the root's first boot")
 }
 

@@ -215,10 +215,6 @@ func FindRoot(spec string) (string, error) {
 // but devtmpfs has not made the node of yet.
 var errNodePending = fmt.Errorf("%w: its /dev node is not made yet", ErrNoDevice)
 
-// sysClassBlock lists the kernel's block devices; tests point it
-// elsewhere.
-var sysClassBlock = "/sys/class/block"
-
 // rootPoller is WaitRoot's finder: find's scan of every disk's
 // superblock or partition table is run again only when the kernel's
 // block devices or their /dev nodes changed since a scan found nothing
@@ -233,12 +229,13 @@ type rootPoller struct {
 }
 
 func newRootPoller(find RootFinder) *rootPoller {
+	host := disk.DefaultHost // FindRoot's
 	return &rootPoller{find: find, devices: func() string {
-		entries, _ := os.ReadDir(sysClassBlock)
+		entries, _ := os.ReadDir(filepath.Join(host.Sys, "class", "block"))
 		var b strings.Builder
 		for _, e := range entries {
 			b.WriteString(e.Name())
-			if _, err := os.Stat("/dev/" + e.Name()); err != nil {
+			if _, err := os.Stat(filepath.Join(host.Dev, e.Name())); err != nil {
 				b.WriteString(" (no node)")
 			}
 			b.WriteByte('\n')

@@ -1,7 +1,6 @@
 package ssh
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -21,31 +20,27 @@ var early = struct {
 	keys map[string]chan signerResult
 }{keys: map[string]chan signerResult{}}
 
-// StartEarly starts making an RSA host key in the background for this
+// StartEarlyRSA starts making an RSA host key in the background for this
 // process's ssh module to take; done, when set, is told when it is made
 // and how long that took. A key already started is not started again.
-// Only "rsa" is accepted: the other types take milliseconds, and their
+// Only RSA is started early: the other types take milliseconds, and their
 // keys read the run's Random, which the config may yet replace.
-func StartEarly(keyType string, done func(start time.Time, d time.Duration, err error)) error {
-	if keyType != "rsa" {
-		return fmt.Errorf("early %s host key: only rsa keys are started early", keyType)
-	}
+func StartEarlyRSA(done func(start time.Time, d time.Duration, err error)) {
 	early.Lock()
 	defer early.Unlock()
-	if _, ok := early.keys[keyType]; ok {
-		return nil
+	if _, ok := early.keys["rsa"]; ok {
+		return
 	}
 	ch := make(chan signerResult, 1)
-	early.keys[keyType] = ch
+	early.keys["rsa"] = ch
 	start := time.Now()
-	safego.Go("make the early "+keyType+" host key", func() {
-		priv, err := generateSigner(keyType, nil)
+	safego.Go("make the early rsa host key", func() {
+		priv, err := generateSigner("rsa", nil)
 		if done != nil {
 			done(start, time.Since(start), err)
 		}
 		ch <- signerResult{priv: priv, err: err}
 	}, func(err error) { ch <- signerResult{err: err} })
-	return nil
 }
 
 // takeEarly hands over the early key of keyType, if one was started; it is

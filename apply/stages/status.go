@@ -139,8 +139,7 @@ func NoteFinalStageWait(root *target.Root, reason string) error {
 		return fmt.Errorf("note the final stage's wait: %w", err)
 	}
 	s.V1.Stages[statusNames[apply.StageFinal]].Waiting = reason
-	b, _ := json.MarshalIndent(s, "", " ")
-	return root.WriteFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner)
+	return saveStatus(root, s)
 }
 
 func (s *Status) start(stage apply.Stage, t time.Time) {
@@ -165,13 +164,19 @@ func unixSeconds(t time.Time) float64 {
 	return float64(t.UnixMicro()) / 1e6
 }
 
-// writeStatus writes status.json, atomically, and leaves it to the
-// stages' next Sync: each run writes it anew from its first stage, so a
-// copy lost in a power cut costs nothing, and its own flush was six
-// journal commits of every boot.
-func writeStatus(root *target.Root, s *Status, log *slog.Logger) {
+// saveStatus writes status.json, atomically, and leaves it to the next
+// Sync: each run writes it anew from its first stage (an unreadable one
+// is started over), so a copy lost in a power cut costs nothing, and its
+// own flush was six journal commits of every boot.
+func saveStatus(root *target.Root, s *Status) error {
 	b, _ := json.MarshalIndent(s, "", " ")
-	if err := root.WriteMarkFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner); err != nil {
+	return root.WriteMarkFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner)
+}
+
+// writeStatus saves status.json and links it where cloud-init's tools
+// look; failures are logged.
+func writeStatus(root *target.Root, s *Status, log *slog.Logger) {
+	if err := saveStatus(root, s); err != nil {
 		log.Error("write status", "error", err.Error())
 		return
 	}

@@ -528,11 +528,7 @@ func (r *Root) MkdirAll(name string, mode fs.FileMode, owner Owner) error {
 // 0755, owned by root. A symlink at name is followed: the file it points
 // to (inside the target) is replaced, as a plain write would.
 func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
-	_, err := r.writeFile(name, mode, owner, writeOpts{}, func(f *os.File) error {
-		_, err := f.Write(data)
-		return err
-	})
-	return err
+	return r.writeData(name, data, mode, owner, writeOpts{})
 }
 
 // WriteMarkFile is WriteFile for a file whose loss in a power cut only
@@ -544,7 +540,12 @@ func (r *Root) WriteFile(name string, data []byte, mode fs.FileMode, owner Owner
 // after a power cut where a filesystem does not order data before a
 // rename (XFS), a semaphore still marks what it marks.
 func (r *Root) WriteMarkFile(name string, data []byte, mode fs.FileMode, owner Owner) error {
-	_, err := r.writeFile(name, mode, owner, writeOpts{noFlush: true}, func(f *os.File) error {
+	return r.writeData(name, data, mode, owner, writeOpts{noFlush: true})
+}
+
+// writeData is writeFile for content held in memory.
+func (r *Root) writeData(name string, data []byte, mode fs.FileMode, owner Owner, opts writeOpts) error {
+	_, err := r.writeFile(name, mode, owner, opts, func(f *os.File) error {
 		_, err := f.Write(data)
 		return err
 	})

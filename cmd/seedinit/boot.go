@@ -110,17 +110,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // a writable root.
 const keepSelfWait = 10 * time.Minute
 
-// keepSelfInRoot is boot.KeepSelf for the running executable, logging to
-// stderr like the stages; a failure is only logged: the final stage runs
-// whatever became of the copy.
+// keepSelfInRoot is boot.KeepRunningSelf, logging to stderr like the
+// stages; a failure is only logged: the final stage runs whatever became
+// of the copy.
 func keepSelfInRoot(rootDir string, debug bool, stderr io.Writer) {
 	log := stderrLogger(debug, stderr)
-	self, err := os.Open("/proc/self/exe")
-	if err == nil {
-		defer self.Close()
-		err = boot.KeepSelf(rootDir, self, log)
-	}
-	if err != nil {
+	if err := boot.KeepRunningSelf(rootDir, log); err != nil {
 		log.Warn("keep seedinit in the root", "error", err.Error())
 	}
 }

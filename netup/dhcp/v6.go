@@ -315,7 +315,7 @@ func WaitSLAAC(ctx context.Context, iface string, timeout time.Duration) ([]neti
 		if err != nil {
 			return false, err
 		}
-		addrs, err := nlink.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_V6) })
+		addrs, err := nlink.Addrs(link, netlink.FAMILY_V6)
 		if err != nil {
 			return false, err
 		}
@@ -349,7 +349,7 @@ func waitLinkLocal(ctx context.Context, link netlink.Link, timeout time.Duration
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return poll(ctx, func() (bool, error) {
-		addrs, err := nlink.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_V6) })
+		addrs, err := nlink.Addrs(link, netlink.FAMILY_V6)
 		if err != nil {
 			return false, err
 		}

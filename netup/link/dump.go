@@ -22,3 +22,9 @@ func RetryDump[T any](list func() ([]T, error)) ([]T, error) {
 	}
 	return out, err
 }
+
+// Addrs lists link's addresses of family (netlink.FAMILY_*), the dump run
+// again when the kernel interrupted it.
+func Addrs(link netlink.Link, family int) ([]netlink.Addr, error) {
+	return RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, family) })
+}

@@ -76,7 +76,7 @@ func flush(link netlink.Link) error {
 			errs = append(errs, fmt.Errorf("delete route %s: %w", r, err))
 		}
 	}
-	addrs, err := nlink.RetryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(link, netlink.FAMILY_ALL) })
+	addrs, err := nlink.Addrs(link, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list addresses: %w", err)
 	}
