@@ -75,8 +75,9 @@ type PID1 struct {
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	plug        *kmod.Plug   // loads the devices' modules until the handoff
 	stopPlug    func()
-	seedSaved   bool   // the final stage has a seed to run from
-	ownCertDir  string // SSL_CERT_DIR as PID 1 set it, kept from the real init
+	labels      *ds.EarlyLabels // the block devices' labels, read as they appear until the search
+	seedSaved   bool            // the final stage has a seed to run from
+	ownCertDir  string          // SSL_CERT_DIR as PID 1 set it, kept from the real init
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
@@ -165,6 +166,11 @@ func (p *PID1) boot() {
 	// Its module loads beside the others: the root is mounted as soon as
 	// its disk is there, while slower buses are still probed.
 	p.Timeline.Do("kernel modules", p.startModules)
+	if !opts.Disable {
+		// The seed disks' labels are read while the root is mounted and
+		// the other buses probed, for the search to find them read.
+		p.labels = ds.StartEarlyLabels("", "")
+	}
 	if p.Initramfs && opts.Root == "" {
 		// A u-root image or a rescue system: the initramfs is the whole
 		// system, provisioned where it is.
@@ -325,6 +331,7 @@ func (p *PID1) settleModules() error {
 // under way, which read the initramfs that switch_root is about to empty.
 // The real root's own udev or mdev handles what comes later.
 func (p *PID1) stopModules() error {
+	p.labels.Stop()
 	if p.stopPlug != nil {
 		p.stopPlug()
 		p.stopPlug = nil

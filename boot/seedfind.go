@@ -30,6 +30,10 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 	if cfgErr != nil {
 		p.Log.Warn("datasource configuration", "error", cfgErr.Error())
 	}
+	// No device is opened behind the search's back from here (the stages
+	// may partition the disks); the search reads what was read early.
+	p.labels.Stop()
+	env.Devices = &ds.SysDevices{Early: p.labels}
 	ctx := context.Background()
 	var res *ds.Result
 	err := p.Timeline.Do("datasources: local", func() error {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
@@ -47,6 +48,10 @@ type SysDevices struct {
 	// SysBlock is /sys/class/block and Dev is /dev unless set.
 	SysBlock string
 	Dev      string
+	// Early, when set, holds labels read as the devices appeared; it is
+	// stopped before the list is read, and a device it read surely is
+	// not read again.
+	Early *EarlyLabels
 
 	once sync.Once
 	list []BlockDevice
@@ -79,33 +84,104 @@ func (d *SysDevices) scan() ([]BlockDevice, error) {
 	// at 2 KiB/s, or any disk of a TCG guest on a busy host, left the
 	// instance unprovisioned. The list is read once per boot; a device
 	// that hangs blocks its read whatever a context says.
+	d.Early.Stop()
 	var out []BlockDevice
 	for _, e := range entries {
 		name := e.Name()
-		// Floppy drives stall for seconds on an empty drive, and
-		// ds-identify leaves them out too.
-		if strings.HasPrefix(name, "fd") || strings.HasPrefix(name, "ram") {
+		if skipDevice(name) {
 			continue
 		}
-		bd, ok := probeLabel(filepath.Join(dev, name))
-		if ok {
-			out = append(out, bd)
+		probe, early := labelProbe{}, false
+		if id, ok := readDeviceID(sysBlock, name); ok {
+			probe, early = d.Early.lookup(name, id)
+		}
+		if !early {
+			probe = probeLabel(filepath.Join(dev, name))
+		}
+		if probe.found {
+			out = append(out, probe.bd)
 		}
 	}
 	return out, nil
 }
 
-func probeLabel(p string) (BlockDevice, bool) {
-	f, err := os.Open(p)
+// skipDevice says which devices are never read: floppy drives stall for
+// seconds when empty (ds-identify leaves them out too), RAM disks hold no
+// seed.
+func skipDevice(name string) bool {
+	return strings.HasPrefix(name, "fd") || strings.HasPrefix(name, "ram")
+}
+
+// labelProbe is what reading a device's label said.
+type labelProbe struct {
+	bd BlockDevice
+	// found: a filesystem of a type ReadLabel knows is there.
+	found bool
+	// sure: the answer holds until the device changes (its number or
+	// its size). Not sure: the node could not be opened (devtmpfs has
+	// not made it yet), the drive is not ready, a read failed.
+	sure bool
+}
+
+// CD-ROM drive status (linux/cdrom.h); a drive that answers
+// CDS_NO_INFO or CDS_DISC_OK is read.
+const (
+	cdromDriveStatus = 0x5326
+	cdslCurrent      = 0x7fffffff
+	cdsNoDisc        = 1
+	cdsTrayOpen      = 2
+	cdsDriveNotReady = 3
+)
+
+// probeLabel reads the filesystem label on the device p. It opens the
+// device as blkid does (O_NONBLOCK): a CD-ROM drive then opens without a
+// disc, and its status says whether there is one to read, where a plain
+// open tries to close an open tray and fails the same way for an empty
+// drive and one still spinning up.
+func probeLabel(p string) labelProbe {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return BlockDevice{}, false
+		return labelProbe{}
 	}
 	defer f.Close()
-	typ, label, err := seed.ReadLabel(f)
-	if err != nil || typ == "" {
-		return BlockDevice{}, false
+	if status, err := cdromStatus(f); err == nil {
+		switch status {
+		case cdsNoDisc, cdsTrayOpen:
+			return labelProbe{sure: true}
+		case cdsDriveNotReady:
+			return labelProbe{}
+		}
 	}
-	return BlockDevice{Path: p, FSType: typ, Label: label}, true
+	typ, label, err := seed.ReadLabel(f)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return labelProbe{sure: true} // shorter than a boot sector
+	case err != nil:
+		return labelProbe{}
+	case typ == "":
+		return labelProbe{sure: true}
+	}
+	return labelProbe{bd: BlockDevice{Path: p, FSType: typ, Label: label}, found: true, sure: true}
+}
+
+// cdromStatus is a CD-ROM drive's status (cdsNoDisc...); any other device
+// or file fails (ENOTTY).
+func cdromStatus(f *os.File) (int, error) {
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var status uintptr
+	var errno syscall.Errno
+	if err := conn.Control(func(fd uintptr) {
+		status, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, cdromDriveStatus, cdslCurrent)
+	}); err != nil {
+		return 0, err
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(status), nil
 }
 
 // Open opens a device node read-only.
@@ -127,10 +203,9 @@ func (d FileDevices) List(ctx context.Context) ([]BlockDevice, error) {
 	sort.Strings(names)
 	var out []BlockDevice
 	for _, n := range names {
-		bd, ok := probeLabel(d[n])
-		if ok {
-			bd.Path = n
-			out = append(out, bd)
+		if probe := probeLabel(d[n]); probe.found {
+			probe.bd.Path = n
+			out = append(out, probe.bd)
 		}
 	}
 	return out, nil

@@ -1,0 +1,183 @@
+package ds
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// fakeBlock is a /sys/class/block and a /dev of plain files.
+type fakeBlock struct {
+	t             *testing.T
+	sysBlock, dev string
+}
+
+func newFakeBlock(t *testing.T) *fakeBlock {
+	return &fakeBlock{t: t, sysBlock: t.TempDir(), dev: t.TempDir()}
+}
+
+// add makes the device's sysfs entry (number and size) and, with
+// content, its node.
+func (b *fakeBlock) add(name, devno, size string, content []byte) {
+	b.t.Helper()
+	dir := filepath.Join(b.sysBlock, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	for file, v := range map[string]string{"dev": devno + "\n", "size": size + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	if content != nil {
+		b.node(name, content)
+	}
+}
+
+func (b *fakeBlock) node(name string, content []byte) {
+	b.t.Helper()
+	if err := os.WriteFile(filepath.Join(b.dev, name), content, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// labelled is an ISO9660 primary volume descriptor with label, all that
+// seed.ReadLabel reads.
+func labelled(label string) []byte {
+	img := make([]byte, 17*2048)
+	pvd := img[16*2048:]
+	pvd[0] = 1
+	copy(pvd[1:6], "CD001")
+	copy(pvd[40:72], label+"                                ")
+	return img
+}
+
+// waitRead waits until e has a sure answer for name.
+func waitRead(t *testing.T, e *EarlyLabels, b *fakeBlock, name string) labelProbe {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if id, ok := readDeviceID(b.sysBlock, name); ok {
+			if p, ok := e.lookup(name, id); ok {
+				return p
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s was not read within 10 s", name)
+	return labelProbe{}
+}
+
+func labels(t *testing.T, d *SysDevices) map[string]string {
+	t.Helper()
+	devs, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, bd := range devs {
+		out[filepath.Base(bd.Path)] = bd.Label
+	}
+	return out
+}
+
+// A device is read when it appears, also after the start, and the search
+// takes that answer instead of reading the device again.
+func TestEarlyLabelsReadDevicesAsTheyAppear(t *testing.T) {
+	b := newFakeBlock(t)
+	b.add("vda", "253:0", "20971520", make([]byte, 64<<10))
+	e := StartEarlyLabels(b.sysBlock, b.dev)
+	defer e.Stop()
+	if p := waitRead(t, e, b, "vda"); p.found {
+		t.Errorf("vda, a disk without a seed label: %+v", p)
+	}
+	b.add("vdb", "253:16", "2048", labelled("cidata"))
+	if p := waitRead(t, e, b, "vdb"); !p.found || p.bd.Label != "cidata" || p.bd.FSType != "iso9660" {
+		t.Errorf("vdb read early: %+v, want the cidata ISO", p)
+	}
+	e.Stop()
+	// The nodes now say otherwise: the answers read early are what the
+	// search sees, so nothing was opened again.
+	b.node("vda", labelled("config-2"))
+	b.node("vdb", make([]byte, 64<<10))
+	got := labels(t, &SysDevices{SysBlock: b.sysBlock, Dev: b.dev, Early: e})
+	if len(got) != 1 || got["vdb"] != "cidata" {
+		t.Errorf("labels after the early read: %v, want vdb=cidata only", got)
+	}
+}
+
+// What changed or came after the early reads is read by the search: a
+// device with another number or size, a device added after Stop, a node
+// that was not there yet.
+func TestEarlyLabelsSearchReadsWhatTheyMissed(t *testing.T) {
+	b := newFakeBlock(t)
+	b.add("sr0", "11:0", "0", make([]byte, 0))
+	b.add("vdb", "253:16", "2048", labelled("cidata"))
+	b.add("vdc", "253:32", "2048", nil) // no node yet
+	e := StartEarlyLabels(b.sysBlock, b.dev)
+	waitRead(t, e, b, "sr0")
+	waitRead(t, e, b, "vdb")
+	e.Stop()
+	vdc, _ := readDeviceID(b.sysBlock, "vdc")
+	if p, ok := e.lookup("vdc", vdc); ok {
+		t.Fatalf("vdc, whose node was missing, has a sure answer: %+v", p)
+	}
+	// A disc in the drive (its size changed), vdb replaced by another
+	// disk under the same name, vdc's node made, vdd new.
+	b.add("sr0", "11:0", "1024", labelled("config-2"))
+	b.add("vdb", "253:17", "2048", make([]byte, 64<<10))
+	b.node("vdc", labelled("CIDATA"))
+	b.add("vdd", "253:48", "2048", labelled("cidata"))
+	got := labels(t, &SysDevices{SysBlock: b.sysBlock, Dev: b.dev, Early: e})
+	want := map[string]string{"sr0": "config-2", "vdc": "CIDATA", "vdd": "cidata"}
+	if len(got) != len(want) {
+		t.Fatalf("labels: %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("labels: %v, want %v", got, want)
+		}
+	}
+}
+
+func TestProbeLabelSureness(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name        string
+		path        string
+		found, sure bool
+	}{
+		{"labelled", write("iso", labelled("cidata")), true, true},
+		{"no filesystem seedinit reads", write("zeros", make([]byte, 64<<10)), false, true},
+		{"empty (size 0)", write("empty", nil), false, true},
+		{"shorter than a boot sector", write("short", make([]byte, 100)), false, true},
+		{"no node", filepath.Join(dir, "missing"), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := probeLabel(tc.path)
+			if p.found != tc.found || p.sure != tc.sure {
+				t.Errorf("probeLabel: found %v sure %v, want %v %v", p.found, p.sure, tc.found, tc.sure)
+			}
+		})
+	}
+}
+
+func TestEarlyLabelsStopTwiceAndNil(t *testing.T) {
+	var none *EarlyLabels
+	none.Stop()
+	if _, ok := none.lookup("vda", deviceID{}); ok {
+		t.Error("a nil EarlyLabels answered")
+	}
+	e := StartEarlyLabels(t.TempDir(), t.TempDir())
+	e.Stop()
+	e.Stop()
+}
