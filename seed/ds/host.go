@@ -19,15 +19,35 @@ import (
 	"github.com/seedinit/seedinit/seed"
 )
 
-// SysDMI reads SMBIOS fields from sysfs.
+// SysDMI reads SMBIOS fields from sysfs, each once: the firmware's
+// tables do not change while the machine runs, and the sources' probes
+// ask for the same fields again and again (a read of a DMI attribute
+// took 1 to 2 ms of an emulated CPU).
 type SysDMI struct {
 	// Dir is /sys/class/dmi/id unless set.
 	Dir string
+
+	mu   sync.Mutex
+	read map[string]string
 }
 
 // Field reads one field; unreadable fields (product_serial needs root)
 // are "".
-func (d SysDMI) Field(name string) string {
+func (d *SysDMI) Field(name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v, ok := d.read[name]; ok {
+		return v
+	}
+	v := d.readField(name)
+	if d.read == nil {
+		d.read = map[string]string{}
+	}
+	d.read[name] = v
+	return v
+}
+
+func (d *SysDMI) readField(name string) string {
 	dir := d.Dir
 	if dir == "" {
 		dir = "/sys/class/dmi/id"
@@ -244,7 +264,7 @@ func HostEnv(root *target.Root, log *slog.Logger) (*Env, error) {
 	env := &Env{
 		HypervisorUUID: strings.TrimSpace(string(hvUUID)),
 		Root:           root,
-		DMI:            SysDMI{},
+		DMI:            &SysDMI{},
 		Cmdline:        strings.TrimSpace(string(cmdline)),
 		Devices:        &SysDevices{},
 		Config:         cfg,
