@@ -364,7 +364,7 @@ func seedinitCandidates(t *testing.T, rootDir string, tc identifyCase) []string 
 	env := &Env{
 		HypervisorUUID: strings.TrimSpace(string(hvUUID)),
 		Root:           root,
-		DMI:            &SysDMI{Dir: filepath.Join(rootDir, "sys", "class", "dmi", "id")},
+		DMI:            &SysDMI{Dir: filepath.Join(rootDir, "sys", "class", "dmi", "id"), EntriesDir: filepath.Join(rootDir, "sys", "firmware", "dmi", "entries")},
 		Cmdline:        strings.TrimSpace(string(cmdline)),
 		Devices:        labelDevices(tc.labels),
 		Config:         cfg,

@@ -84,3 +84,17 @@ func FuzzOpenImage(f *testing.F) {
 		walk("", 0)
 	})
 }
+
+// FuzzOEMStrings feeds arbitrary SMBIOS structures to the OEM strings
+// reader and what it reads to the NoCloud and credential readers.
+func FuzzOEMStrings(f *testing.F) {
+	f.Add([]byte("\x0b\x05\x00\x0b\x02io.systemd.credential.binary:cloud-init.user-data=I2Nsb3VkLWNvbmZpZwo=\x00cloud-init:ds=nocloud;i=x\x00\x00"))
+	f.Add([]byte("\x0b\x05\x00\x00\x01io.systemd.credential:cloud-init.meta-data=instance-id: a\x00\x00"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		strs, _ := parseOEMStrings(raw)
+		oemNoCloudArgs(strs)
+		creds, _ := oemCredentials(strs)
+		tree := newCredentialTree(creds)
+		(&noCloudData{meta: map[string]any{}}).readTree(tree, "fuzz")
+	})
+}

@@ -24,11 +24,30 @@ import (
 // ask for the same fields again and again (a read of a DMI attribute
 // took 1 to 2 ms of an emulated CPU).
 type SysDMI struct {
-	// Dir is /sys/class/dmi/id unless set.
-	Dir string
+	// Dir is /sys/class/dmi/id and EntriesDir /sys/firmware/dmi/entries
+	// unless set.
+	Dir, EntriesDir string
 
 	mu   sync.Mutex
 	read map[string]string
+	oem  *[]string
+}
+
+// OEMStrings reads the SMBIOS OEM strings (type 11) once; none when the
+// kernel does not show the tables' entries. A structure that cannot be
+// read or parsed gives the strings before the fault, or none.
+func (d *SysDMI) OEMStrings() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.oem == nil {
+		dir := d.EntriesDir
+		if dir == "" {
+			dir = "/sys/firmware/dmi/entries"
+		}
+		strs, _ := readOEMStrings(dir)
+		d.oem = &strs
+	}
+	return *d.oem
 }
 
 // Field reads one field; unreadable fields (product_serial needs root)

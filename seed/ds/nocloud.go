@@ -41,6 +41,10 @@ func (n noCloud) Probe(ctx context.Context, env *Env) (Evidence, error) {
 	if a, ok := parseNoCloudArgs(env.DMIField("product_serial")); ok {
 		return Evidence{Verdict: Found, Reason: "ds=nocloud in the SMBIOS system serial", Network: isHTTP(a.Meta["seedfrom"])}, nil
 	}
+	oem := env.OEMStrings()
+	if a, n, ok := oemNoCloudArgs(oem); ok {
+		return Evidence{Verdict: Found, Reason: fmt.Sprintf("ds=nocloud in SMBIOS OEM string %d", n), Network: isHTTP(a.Meta["seedfrom"])}, nil
+	}
 	if a, ok := parseNoCloudArgs(env.Cmdline); ok {
 		return Evidence{Verdict: Found, Reason: "ds=nocloud on the kernel command line", Network: a.Net || isHTTP(a.Meta["seedfrom"])}, nil
 	}
@@ -50,6 +54,10 @@ func (n noCloud) Probe(ctx context.Context, env *Env) (Evidence, error) {
 				return Evidence{Verdict: Found, Reason: "seed directory " + d}, nil
 			}
 		}
+	}
+	creds, _ := oemCredentials(oem)
+	if t := newCredentialTree(creds); t.has("meta-data") && t.has("user-data") {
+		return Evidence{Verdict: Found, Reason: "credentials " + CredentialPrefix + "meta-data and " + CredentialPrefix + "user-data in SMBIOS OEM strings"}, nil
 	}
 	s := env.Settings("NoCloud")
 	if sf, ok := s["seedfrom"].(string); ok && sf != "" {
@@ -113,6 +121,11 @@ func (n noCloud) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 		d.addMeta(a.Meta)
 		d.found = append(d.found, "dmi")
 	}
+	oem := env.OEMStrings()
+	if a, _, ok := oemNoCloudArgs(oem); ok {
+		d.addMeta(a.Meta)
+		d.found = append(d.found, "smbios-oem-strings")
+	}
 	if a, ok := parseNoCloudArgs(env.Cmdline); ok {
 		d.addMeta(a.Meta)
 		d.found = append(d.found, "cmdline")
@@ -127,6 +140,20 @@ func (n noCloud) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 				d.found = append(d.found, dir)
 				break
 			}
+		}
+	}
+	// The hypervisor's credentials are this instance's own: they replace
+	// the user-data of a seed directory baked into the image, and a seed
+	// disk's replaces theirs, as each source found later does.
+	creds, credErrs := oemCredentials(oem)
+	errs = append(errs, credErrs...)
+	if t := newCredentialTree(creds); len(t) > 0 {
+		ok, err := d.readTree(t, "SMBIOS credentials")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			d.found = append(d.found, "smbios-credentials")
 		}
 	}
 	s := env.Settings("NoCloud")
@@ -333,8 +360,11 @@ func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
 	src := strings.Join(d.found, ",")
 	kind := "seed-dir"
 	for _, f := range d.found {
-		if strings.HasPrefix(f, "/dev") {
+		switch {
+		case strings.HasPrefix(f, "/dev"):
 			kind = "config-disk"
+		case strings.HasPrefix(f, "smbios-") && kind == "seed-dir":
+			kind = "smbios"
 		}
 	}
 	s.Subplatform = fmt.Sprintf("%s (%s)", kind, src)
