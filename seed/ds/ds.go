@@ -105,6 +105,9 @@ type Env struct {
 	// HypervisorUUID is /sys/hypervisor/uuid: Xen guests on EC2 say "ec2..."
 	// there rather than in DMI.
 	HypervisorUUID string
+	// FwCfgDir is QEMU's fw_cfg entries by name,
+	// /sys/firmware/qemu_fw_cfg/by_name unless set.
+	FwCfgDir string
 	// Log receives progress; nil discards it. Never give it secrets.
 	Log *slog.Logger
 }

@@ -366,6 +366,7 @@ func seedinitCandidates(t *testing.T, rootDir string, tc identifyCase) []string 
 		Root:           root,
 		DMI:            &SysDMI{Dir: filepath.Join(rootDir, "sys", "class", "dmi", "id"), EntriesDir: filepath.Join(rootDir, "sys", "firmware", "dmi", "entries")},
 		Cmdline:        strings.TrimSpace(string(cmdline)),
+		FwCfgDir:       filepath.Join(rootDir, "sys", "firmware", "qemu_fw_cfg", "by_name"),
 		Devices:        labelDevices(tc.labels),
 		Config:         cfg,
 		Fetcher:        refusingFetcher(t),
