@@ -106,6 +106,9 @@ type Options struct {
 	Rescue     string        // seedinit.rescue=shell|reboot
 	Disable    bool          // seedinit.disable: hand off at once
 	Kexec      string        // seedinit.kexec=
+	// Strict: hand off only when PID 1's modules all ran cleanly
+	// (seedinit.strict, seedinit.strict=1|0).
+	Strict bool
 }
 
 // DefaultBudget is how long the datasource search may take when nothing
@@ -166,6 +169,17 @@ func ParseOptions(c Cmdline) (Options, []error) {
 	o.Rescue, _ = c.Get("seedinit.rescue")
 	o.Disable = c.Has("seedinit.disable")
 	o.Kexec, _ = c.Get("seedinit.kexec")
+	if v, ok := c.Get("seedinit.strict"); ok {
+		switch strings.ToLower(v) {
+		case "", "1", "yes", "on", "true":
+			o.Strict = true
+		case "0", "no", "off", "false":
+		default:
+			// A typo must not silently turn an appliance's safety off.
+			o.Strict = true
+			errs = append(errs, fmt.Errorf("seedinit.strict=%q: want 1 or 0; taken as 1", v))
+		}
+	}
 	return o, errs
 }
 

@@ -47,6 +47,11 @@ func TestParseOptions(t *testing.T) {
 			want:    Options{ReadOnly: true, Budget: DefaultBudget},
 			wantErr: 2,
 		},
+		{line: "seedinit.strict", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}},
+		{line: "seedinit.strict=1", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}},
+		{line: "seedinit.strict=0", want: Options{ReadOnly: true, Budget: DefaultBudget}},
+		// A typo keeps an appliance strict, with a warning.
+		{line: "seedinit.strict=yse", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}, wantErr: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {

@@ -77,6 +77,7 @@ type PID1 struct {
 	stopPlug    func()
 	labels      *ds.EarlyLabels // the block devices' labels, read as they appear until the search
 	seedSaved   bool            // the final stage has a seed to run from
+	stagesErr   error           // why PID 1's stages failed, for seedinit.strict
 	ownCertDir  string          // SSL_CERT_DIR as PID 1 set it, kept from the real init
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
@@ -211,6 +212,9 @@ func (p *PID1) boot() {
 	})
 	p.startEarlyHostKey()
 	p.Timeline.Do("provision", p.provision)
+	if opts.Strict {
+		p.enforceStrict()
+	}
 	if p.Opts.Kexec != "" {
 		p.Timeline.Do("kexec", func() error {
 			k, err := ParseKexec(p.Opts.Kexec)
@@ -518,7 +522,7 @@ func (p *PID1) provision() error {
 	if reporter, ok := ds.ReadyReporterFor(sd); ok {
 		defer p.Timeline.Do("report ready", func() error { return p.reportReady(reporter, root, sd) })
 	}
-	return p.Timeline.Do("stages local, network, config", func() error {
+	p.stagesErr = p.Timeline.Do("stages local, network, config", func() error {
 		rep, err := stages.Run(ctx, stages.Options{
 			Root:    root,
 			Seed:    sd,
@@ -536,6 +540,7 @@ func (p *PID1) provision() error {
 		}
 		return nil
 	})
+	return p.stagesErr
 }
 
 // readyBudget bounds telling the cloud the instance is up: the boot goes

@@ -142,6 +142,24 @@ func NoteFinalStageWait(root *target.Root, reason string) error {
 	return saveStatus(root, s)
 }
 
+// NoteHandoffRefused records in status.json that PID 1 did not hand off
+// to the real init (seedinit.strict): the reason as an error of the last
+// stage it ran, and the final stage waiting for a handoff that will not
+// come. `seedinit status` and cloud-init's readers report the error.
+func NoteHandoffRefused(root *target.Root, reason string) error {
+	s, err := ReadStatus(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		s, err = emptyStatus(), nil
+	}
+	if err != nil {
+		return fmt.Errorf("note the refused handoff: %w", err)
+	}
+	config := s.V1.Stages[statusNames[apply.StageConfig]]
+	config.Errors = append(config.Errors, reason)
+	s.V1.Stages[statusNames[apply.StageFinal]].Waiting = "never: the handoff to the real init was refused (seedinit.strict)"
+	return saveStatus(root, s)
+}
+
 func (s *Status) start(stage apply.Stage, t time.Time) {
 	name := statusNames[stage]
 	ts := unixSeconds(t)

@@ -1,0 +1,93 @@
+package boot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/stages"
+	"github.com/seedinit/seedinit/apply/target"
+)
+
+// Strict mode (seedinit.strict) is for appliances that must not run
+// half-configured: the real init is started only when PID 1's stages
+// (local, network, config) ran every module cleanly. Otherwise the boot
+// takes the rescue path (seedinit.rescue: a shell, else a reboot) with
+// the reason on the console and in status.json. The final stage runs
+// after the real init by design and cannot hold the handoff; a boot that
+// found no datasource ran no module and hands off.
+//
+// A refusal is kept in strictRefusedPath with the instance's id: the
+// modules that ran will not run again for the same instance, so the next
+// boot of it would run clean and hand off a machine that is not what its
+// seed asked for. It refuses again, until the instance changes (a new
+// instance-id runs its modules anew) or the file is removed.
+var strictRefusedPath = apply.Path("data", "seedinit-strict-refused")
+
+// enforceStrict returns when the handoff may happen, and otherwise takes
+// the rescue path.
+func (p *PID1) enforceStrict() {
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		p.Log.Error("seedinit.strict: not handing off to the real init", "reason", err.Error())
+		p.rescue(fmt.Errorf("seedinit.strict: open the target to check its modules: %w", err))
+		return
+	}
+	defer root.Close()
+	if reason := p.strictRefusal(root); reason != "" {
+		p.refuseHandoff(root, reason)
+	}
+}
+
+// strictRefusal says why the handoff must not happen, "" when it may.
+func (p *PID1) strictRefusal(root *target.Root) string {
+	if p.stagesErr != nil {
+		return p.stagesErr.Error()
+	}
+	instance := currentInstance(root)
+	b, err := root.ReadFile(strictRefusedPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("read %s: %v", strictRefusedPath, err)
+	}
+	refused, reason, _ := strings.Cut(string(b), "\n")
+	if refused != instance {
+		// Another instance was refused; this one ran clean.
+		if err := root.Remove(strictRefusedPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			p.Log.Warn("remove the refusal of another instance", "path", strictRefusedPath, "error", err.Error())
+		}
+		return ""
+	}
+	return fmt.Sprintf("refused before for instance %s, whose modules do not run again: %s", instance, strings.TrimSpace(reason))
+}
+
+// currentInstance is the instance-id the root's state is for, "" for a
+// root never provisioned.
+func currentInstance(root *target.Root) string {
+	b, err := root.ReadFile(apply.Path("data", "instance-id"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// refuseHandoff records why the handoff is refused (status.json, the
+// refusal file), makes it durable and takes the rescue path; it does not
+// return.
+func (p *PID1) refuseHandoff(root *target.Root, reason string) {
+	p.Log.Error("seedinit.strict: not handing off to the real init", "reason", reason)
+	if err := root.WriteFile(strictRefusedPath, []byte(currentInstance(root)+"\n"+reason+"\n"), 0o600, target.KeepOwner); err != nil {
+		p.Log.Warn("keep the refusal", "error", err.Error())
+	}
+	if err := stages.NoteHandoffRefused(root, "seedinit.strict: the handoff to the real init was refused: "+reason); err != nil {
+		p.Log.Warn("note the refusal in status.json", "error", err.Error())
+	}
+	if err := root.Sync(); err != nil {
+		p.Log.Warn("sync", "error", err.Error())
+	}
+	p.rescue(fmt.Errorf("seedinit.strict: %s", reason))
+}
