@@ -114,32 +114,58 @@ type ec2Style struct {
 	passwordServer string
 }
 
-// fetchEC2Style crawls the first of style.urls that answers.
+// fetchEC2Style crawls the first of style.urls that answers: all are
+// asked at once (firstAnswer); should the crawl of the one that answered
+// first fail, the others are crawled one after the other.
 func fetchEC2Style(ctx context.Context, env *Env, style ec2Style) (*seed.Seed, error) {
 	client := newMetadataClient(env, style.datasource)
-	var errs []error
-	for _, base := range style.urls {
-		s, err := crawlEC2Style(ctx, client, base, style)
+	type opened struct {
+		session *imdsSession
+		version string
+	}
+	first, o, errs := firstAnswer(ctx, style.urls, func(ctx context.Context, base string) (opened, error) {
+		session, version, err := openEC2Style(ctx, client, base, style)
+		return opened{session, version}, err
+	})
+	if first < 0 {
+		return nil, fmt.Errorf("fetch %s metadata: %w", style.datasource, errors.Join(errs...))
+	}
+	s, err := crawlEC2Style(ctx, client, o.session, o.version, style.urls[first], style)
+	if err == nil {
+		return s, nil
+	}
+	errs = []error{err}
+	for i, base := range style.urls {
+		if i == first || ctx.Err() != nil {
+			continue
+		}
+		session, version, err := openEC2Style(ctx, client, base, style)
 		if err == nil {
-			return s, nil
+			if s, err = crawlEC2Style(ctx, client, session, version, base, style); err == nil {
+				return s, nil
+			}
 		}
 		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
 	}
 	return nil, fmt.Errorf("fetch %s metadata: %w", style.datasource, errors.Join(errs...))
 }
 
-func crawlEC2Style(ctx context.Context, client *metadataClient, base string, style ec2Style) (*seed.Seed, error) {
+// openEC2Style gets a session (a token, or IMDSv1) and the metadata
+// version to read from base: the first requests, which tell whether it
+// answers at all.
+func openEC2Style(ctx context.Context, client *metadataClient, base string, style ec2Style) (*imdsSession, string, error) {
 	session := newIMDSSession(client, base, style.tokenMode)
 	if err := session.connect(ctx); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	version, err := session.pickVersion(ctx, style.versions)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	return session, version, nil
+}
+
+func crawlEC2Style(ctx context.Context, client *metadataClient, session *imdsSession, version, base string, style ec2Style) (*seed.Seed, error) {
 	userData, err := session.get(ctx, version+"/user-data")
 	if isStatus(err, http.StatusNotFound) {
 		userData, err = nil, nil

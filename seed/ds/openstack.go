@@ -536,17 +536,42 @@ func (s *httpSource) where(name string) string { return Redact(s.url(name)) }
 
 func (o openStack) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 	f := env.HTTP().WithOptions(env.Config.FetchOptionsFor("OpenStack"))
-	var errs []error
-	for _, base := range openStackURLs(env) {
+	bases := openStackURLs(env)
+	// The version listing is the cheap liveness check, asked of every
+	// base at once (IPv4 and the link-local IPv6 address); the one that
+	// answers first is read, then the others in turn.
+	open := func(ctx context.Context, base string) (*httpSource, error) {
 		src := &httpSource{f: f, base: base}
-		// The version listing is the cheap liveness check: a service
-		// that does not answer it is skipped at once.
 		if _, err := src.versions(ctx); err != nil {
 			if !IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("read OpenStack metadata at %s: %w", Redact(base), err))
-				continue
+				return nil, fmt.Errorf("read OpenStack metadata at %s: %w", Redact(base), err)
 			}
 			src.listed = true // no listing: "latest" only
+		}
+		return src, nil
+	}
+	first, firstSrc, errs := firstAnswer(ctx, bases, open)
+	if first < 0 {
+		return nil, errors.Join(errs...)
+	}
+	errs = nil
+	order := []int{first}
+	for i := range bases {
+		if i != first {
+			order = append(order, i)
+		}
+	}
+	for n, i := range order {
+		base, src := bases[i], firstSrc
+		if n > 0 {
+			if ctx.Err() != nil {
+				break
+			}
+			var err error
+			if src, err = open(ctx, base); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		d, err := readOpenStack(ctx, src)
 		if d == nil {
