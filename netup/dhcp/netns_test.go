@@ -14,7 +14,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/server4"
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/netup/internal/nstest"
+	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // serverLink makes a veth pair: "srv" with 192.0.2.1/24 for the server,

@@ -18,7 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/netup/internal/nstest"
+	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // reply6 builds a DHCPv6 Reply with the given options.

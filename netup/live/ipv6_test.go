@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/netup/dhcp"
-	"github.com/seedinit/seedinit/netup/internal/nstest"
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // TestPrepareIPv6Plan runs in a namespace because SLAAC plans set the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/seedinit/seedinit/netup"
 	"github.com/seedinit/seedinit/netup/dhcp"
-	"github.com/seedinit/seedinit/netup/internal/nstest"
 	"github.com/seedinit/seedinit/netup/model"
+	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 func linkState(t *testing.T, name string) (addrs, routes []string, mtu int, master string) {

@@ -1,7 +1,8 @@
 // Package nstest runs a test inside a fresh network namespace (with its
 // own mount namespace and /sys, so /sys/class/net shows that namespace's
 // links), so tests can create, rename and address links without ever
-// touching the machine's own network.
+// touching the machine's own network. It is for tests only: netup's, and
+// the datasources' that need a link of their own (seed/ds).
 package nstest
 
 import (

@@ -1,0 +1,110 @@
+package ds
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/netup/nstest"
+)
+
+// addV6 puts an address on a link, without duplicate address detection
+// (a tentative address cannot be bound for a second or two), and brings
+// the link up.
+func addV6(t *testing.T, name, cidr string) {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Flags = unix.IFA_F_NODAD
+	if err := netlink.AddrAdd(l, a); err != nil {
+		t.Fatalf("add %s to %s: %v", cidr, name, err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// On a link with IPv6 only, in a namespace of its own, EC2's default
+// metadata addresses are both asked: 169.254.169.254 cannot be reached,
+// fd00:ec2::254 answers, and the seed comes from it.
+func TestEC2OverIPv6OnlyLink(t *testing.T) {
+	if !nstest.Enter(t) {
+		return
+	}
+	nstest.Veth(t, "eth0", "imds", "52:54:00:ec:20:01")
+	addV6(t, "eth0", "fd00:ec2::10/64")
+	addV6(t, "imds", "fd00:ec2::254/64")
+	if got := nstest.Addrs(t, "eth0", netlink.FAMILY_V4); len(got) != 0 {
+		t.Fatalf("eth0 has IPv4 addresses: %v", got)
+	}
+	imds := newFakeIMDS(t, "ec2/imds.json")
+	imds.requireToken = true
+	l, err := net.Listen("tcp", "[fd00:ec2::254]:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: imds}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	env := testEnv("", nil, nil)
+	env.Config.Fetch.Timeout = 5 * time.Second
+	if got := baseURLs(env, nil, "metadata_urls", EC2MetadataURL, EC2MetadataURLIPv6); len(got) != 2 {
+		t.Fatalf("default URLs %v, want IPv4 and IPv6", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := ec2Datasource{}.Fetch(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.InstanceID != "i-0a1b2c3d4e5f60718" || s.Subplatform != "metadata ("+EC2MetadataURLIPv6+")" {
+		t.Errorf("seed from %q: %q", s.Subplatform, s.InstanceID)
+	}
+	if !imds.requested(imdsTokenPath) {
+		t.Error("no IMDSv2 token was asked for over IPv6")
+	}
+}
+
+// OpenStack's link-local metadata address, fe80::a9fe:a9fe on the link
+// the ephemeral lease came up on, is read when IPv4 cannot be.
+func TestOpenStackOverIPv6OnlyLink(t *testing.T) {
+	if !nstest.Enter(t) {
+		return
+	}
+	nstest.Veth(t, "eth0", "meta", "52:54:00:05:20:01")
+	addV6(t, "eth0", "fe80::10/64")
+	addV6(t, "meta", "fe80::a9fe:a9fe/64")
+	good := openStackServer(t, "2018-08-27", "latest")
+	l, err := net.Listen("tcp", "[fe80::a9fe:a9fe%meta]:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: good.Config.Handler}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	env := newTestEnv(t, nil, MapDMI{"product_name": "OpenStack Nova"}, "")
+	env.Interface = "eth0"
+	env.Config.Fetch.Timeout = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := openStack{}.Fetch(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.InstanceID != "b0fa911b-69d4-4476-bbe2-1c92bff6535c" || s.Subplatform != "metadata (http://[fe80::a9fe:a9fe%25eth0])" {
+		t.Errorf("seed from %q: %q", s.Subplatform, s.InstanceID)
+	}
+}
