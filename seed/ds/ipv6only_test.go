@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,38 @@ func TestOpenStackOverIPv6OnlyLink(t *testing.T) {
 	}
 	if s.InstanceID != "b0fa911b-69d4-4476-bbe2-1c92bff6535c" || s.Subplatform != "metadata (http://[fe80::a9fe:a9fe%25eth0])" {
 		t.Errorf("seed from %q: %q", s.Subplatform, s.InstanceID)
+	}
+}
+
+// Scaleway's IPv6 metadata address, fd00:42::42, serves an IPv6-only
+// instance.
+func TestScalewayOverIPv6OnlyLink(t *testing.T) {
+	if !nstest.Enter(t) {
+		return
+	}
+	nstest.Veth(t, "eth0", "scw", "52:54:00:5c:00:01")
+	addV6(t, "eth0", "fd00:42::10/64")
+	addV6(t, "scw", "fd00:42::42/64")
+	good := fixtureServer(t, map[string]route{
+		"/conf?format=json":     {file: "scaleway/conf.json"},
+		"/user_data/cloud-init": {file: "scaleway/user_data"},
+	})
+	l, err := net.Listen("tcp", "[fd00:42::42]:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: good.Config.Handler}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	env := testEnv("", nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := scalewayDatasource{}.Fetch(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.InstanceID != "3b7a1c6e-9d2f-4e8a-b1c0-5f6e7d8c9a0b" || !strings.HasPrefix(s.Subplatform, "metadata (http://[fd00:42::42]/conf") || len(s.UserData) == 0 {
+		t.Errorf("seed from %q: %q, user-data %q", s.Subplatform, s.InstanceID, s.UserData)
 	}
 }

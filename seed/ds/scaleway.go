@@ -2,6 +2,7 @@ package ds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,8 +10,13 @@ import (
 	"github.com/seedinit/seedinit/seed"
 )
 
-// ScalewayMetadataURL is Scaleway's metadata service.
-const ScalewayMetadataURL = "http://169.254.42.42"
+// ScalewayMetadataURL and ScalewayMetadataURLIPv6 are Scaleway's metadata
+// service on IPv4 and on IPv6 (for IPv6-only instances; cloud-init reads
+// it since 23.1).
+const (
+	ScalewayMetadataURL     = "http://169.254.42.42"
+	ScalewayMetadataURLIPv6 = "http://[fd00:42::42]"
+)
 
 func init() { Register(scalewayDatasource{}) }
 
@@ -42,11 +48,14 @@ func (scalewayDatasource) Probe(ctx context.Context, env *Env) (Evidence, error)
 
 func (d scalewayDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 	settings := env.Settings(d.Name())
-	base := ScalewayMetadataURL
-	if env.Endpoint != "" {
-		base = env.Endpoint
+	bases := []string{ScalewayMetadataURL, ScalewayMetadataURLIPv6}
+	switch {
+	case env.Endpoint != "":
+		bases = []string{env.Endpoint}
+	case settingString(settings, "metadata_url") != "":
+		bases = bases[:1] // the configured URL serves the metadata
 	}
-	urlFor := func(key, path string) string {
+	urlFor := func(base, key, path string) string {
 		if env.Endpoint == "" {
 			if u := settingString(settings, key); u != "" {
 				return u
@@ -54,20 +63,30 @@ func (d scalewayDatasource) Fetch(ctx context.Context, env *Env) (*seed.Seed, er
 		}
 		return joinURL(base, path)
 	}
-	mdURL := urlFor("metadata_url", "conf?format=json")
 	client := newMetadataClient(env, d.Name())
-	md, err := client.getJSONObject(ctx, mdURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("fetch Scaleway metadata: %w", err)
+	// The metadata on both addresses at once; the one that answers
+	// first serves the rest.
+	type answer struct {
+		md  map[string]any
+		url string
 	}
+	first, a, errs := firstAnswer(ctx, bases, func(ctx context.Context, base string) (answer, error) {
+		u := urlFor(base, "metadata_url", "conf?format=json")
+		md, err := client.getJSONObject(ctx, u, nil)
+		return answer{md, u}, err
+	})
+	if first < 0 {
+		return nil, fmt.Errorf("fetch Scaleway metadata: %w", errors.Join(errs...))
+	}
+	base, md, mdURL := bases[first], a.md, a.url
 	s, err := scalewaySeed(md)
 	if err != nil {
 		return nil, fmt.Errorf("read Scaleway metadata from %s: %w", Redact(mdURL), err)
 	}
-	if s.UserData, err = scalewayOptional(ctx, client, urlFor("userdata_url", "user_data/cloud-init")); err != nil {
+	if s.UserData, err = scalewayOptional(ctx, client, urlFor(base, "userdata_url", "user_data/cloud-init")); err != nil {
 		return nil, fmt.Errorf("fetch Scaleway user-data: %w", err)
 	}
-	if s.VendorData, err = scalewayOptional(ctx, client, urlFor("vendordata_url", "vendor_data/cloud-init")); err != nil {
+	if s.VendorData, err = scalewayOptional(ctx, client, urlFor(base, "vendordata_url", "vendor_data/cloud-init")); err != nil {
 		return nil, fmt.Errorf("fetch Scaleway vendor-data: %w", err)
 	}
 	s.Subplatform = fmt.Sprintf("metadata (%s)", Redact(mdURL))
