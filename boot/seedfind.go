@@ -47,6 +47,13 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 	if res == nil || !res.WantsNetwork {
 		return nil, err
 	}
+	if ds.AnyLinkLocal(res.NetworkCandidates) {
+		// A microVM's metadata service answers on the link, where a DHCP
+		// server seldom is: tried first, it spares the DHCP wait.
+		if sd := p.searchOverLinkLocal(ctx, env); sd != nil {
+			return sd, nil
+		}
+	}
 	haveNetwork := false
 	p.Timeline.Do("ephemeral network (DHCP)", func() error {
 		dctx, cancel := context.WithTimeout(ctx, dhcpBudget)
@@ -94,6 +101,39 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 // dhcpBudget bounds the ephemeral DHCP: a machine without a DHCP server
 // must still boot quickly.
 const dhcpBudget = 10 * time.Second
+
+// searchOverLinkLocal runs the network search with an IPv4 link-local
+// address on the first NIC and takes the address away after it: the
+// instance's own network config comes from the seed.
+func (p *PID1) searchOverLinkLocal(ctx context.Context, env *ds.Env) *seed.Seed {
+	var ll *live.LinkLocal
+	if p.Timeline.Do("ephemeral network (IPv4 link-local)", func() error {
+		var err error
+		ll, err = live.UpLinkLocal(live.Options{Log: p.Log})
+		return err
+	}) != nil {
+		return nil
+	}
+	defer func() {
+		if err := ll.Remove(); err != nil {
+			p.Log.Warn("take the link-local address off", "interface", ll.Interface, "error", err.Error())
+			return
+		}
+		p.Log.Info("IPv4 link-local address taken off", "interface", ll.Interface, "address", ll.Address.String())
+	}()
+	linkEnv := *env
+	linkEnv.Interface = ll.Interface
+	var res *ds.Result
+	p.Timeline.Do("datasources: network, link-local", func() error {
+		var err error
+		res, err = ds.DetectStage(ctx, &linkEnv, p.Opts.Budget, ds.StageNetwork)
+		return err
+	})
+	if res == nil {
+		return nil
+	}
+	return res.Seed
+}
 
 // applyNetworkLive brings the instance's network config up with netlink,
 // for images that have no network service of their own to read the files

@@ -61,9 +61,10 @@ type Result struct {
 	ListFrom string    `json:"list_from"`
 	Attempts []Attempt `json:"attempts"`
 	// WantsNetwork is set by a local search that found nothing but has
-	// network sources left to try.
-	WantsNetwork bool          `json:"wants_network,omitempty"`
-	Duration     time.Duration `json:"duration_ns"`
+	// network sources left to try; NetworkCandidates names them.
+	WantsNetwork      bool          `json:"wants_network,omitempty"`
+	NetworkCandidates []string      `json:"network_candidates,omitempty"`
+	Duration          time.Duration `json:"duration_ns"`
 }
 
 // ErrNoDatasource is returned (wrapped) when no source gave a seed.
@@ -200,6 +201,7 @@ func DetectStage(ctx context.Context, env *Env, budget time.Duration, stage Stag
 	if stage == StageLocal {
 		for _, c := range tryNet {
 			c.attempt.Outcome, c.attempt.Detail = OutcomeSkipped, "needs the network"
+			res.NetworkCandidates = append(res.NetworkCandidates, c.ds.Name())
 		}
 		res.WantsNetwork = len(tryNet) > 0
 		res.Duration = time.Since(start)

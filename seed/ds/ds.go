@@ -197,6 +197,26 @@ var (
 	registry   = map[string]Datasource{}
 )
 
+// LinkLocalSource is a network source whose service answers on a
+// link-local address to a guest that no DHCP server serves (Firecracker's
+// MMDS): PID 1 gives a NIC an IPv4 link-local address to reach it.
+type LinkLocalSource interface {
+	AnswersOnLinkLocal() bool
+}
+
+// AnyLinkLocal reports whether one of the named sources is a
+// LinkLocalSource.
+func AnyLinkLocal(names []string) bool {
+	for _, n := range names {
+		if d, ok := Lookup(n); ok {
+			if l, ok := d.(LinkLocalSource); ok && l.AnswersOnLinkLocal() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Register adds a datasource; each cloud's file calls it from init().
 // Registering a name twice panics: it is a programming error.
 func Register(d Datasource) {

@@ -6,6 +6,7 @@ package ds
 // ec2 helper materialises it.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,11 @@ type imdsSession struct {
 	base   string
 	mode   imdsTokenMode
 	now    func() time.Time
+	// tokenHeader and ttlHeader name the token's headers: EC2's unless
+	// set (Firecracker's MMDS has its own).
+	tokenHeader, ttlHeader string
+	// ttl is the token's lifetime asked for: imdsTokenTTL unless set.
+	ttl time.Duration
 
 	mu          sync.Mutex
 	token       string
@@ -64,6 +70,13 @@ type imdsSession struct {
 
 func newIMDSSession(client *metadataClient, base string, mode imdsTokenMode) *imdsSession {
 	return &imdsSession{client: client, base: base, mode: mode, now: time.Now}
+}
+
+func (s *imdsSession) tokenTTL() time.Duration {
+	if s.ttl > 0 {
+		return s.ttl
+	}
+	return imdsTokenTTL
 }
 
 // connect obtains the first token (or settles on IMDSv1), telling whether
@@ -93,7 +106,7 @@ func (s *imdsSession) connect(ctx context.Context) error {
 // never appears in an error.
 func (s *imdsSession) refreshToken(ctx context.Context) error {
 	hdr := http.Header{}
-	hdr.Set(imdsTokenTTLHeader, strconv.Itoa(int(imdsTokenTTL/time.Second)))
+	hdr.Set(cmp.Or(s.ttlHeader, imdsTokenTTLHeader), strconv.Itoa(int(s.tokenTTL()/time.Second)))
 	body, err := s.client.do(ctx, http.MethodPut, joinURL(s.base, imdsTokenPath), hdr, nil)
 	if err != nil {
 		return err
@@ -104,9 +117,9 @@ func (s *imdsSession) refreshToken(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.token = token
-	s.tokenExpiry = s.now().Add(imdsTokenTTL)
+	s.tokenExpiry = s.now().Add(s.tokenTTL())
 	s.mu.Unlock()
-	s.client.log.Debug("got IMDSv2 token", "url", s.base, "ttl", imdsTokenTTL)
+	s.client.log.Debug("got IMDSv2 token", "url", s.base, "ttl", s.tokenTTL())
 	return nil
 }
 
@@ -131,29 +144,54 @@ func (s *imdsSession) headers(ctx context.Context) (http.Header, error) {
 		s.mu.Unlock()
 	}
 	hdr := http.Header{}
-	hdr.Set(imdsTokenHeader, token)
+	hdr.Set(cmp.Or(s.tokenHeader, imdsTokenHeader), token)
 	return hdr, nil
 }
 
 // get fetches base/path; a 401 means the token went stale (IMDS restarted
 // or the clock jumped), so it renews the token once and asks again.
 func (s *imdsSession) get(ctx context.Context, path string) ([]byte, error) {
+	return s.getWith(ctx, path, nil)
+}
+
+// getWith is get with more headers (Firecracker's MMDS answers JSON to
+// Accept: application/json).
+func (s *imdsSession) getWith(ctx context.Context, path string, extra http.Header) ([]byte, error) {
 	url := joinURL(s.base, path)
-	hdr, err := s.headers(ctx)
+	headers := func() (http.Header, error) {
+		hdr, err := s.headers(ctx)
+		if err != nil || len(extra) == 0 {
+			return hdr, err
+		}
+		if hdr == nil {
+			hdr = http.Header{}
+		}
+		for k, vs := range extra {
+			hdr[k] = vs
+		}
+		return hdr, nil
+	}
+	hdr, err := headers()
 	if err != nil {
 		return nil, err
 	}
 	data, err := s.client.get(ctx, url, hdr)
-	if err != nil && hdr != nil && isStatus(err, http.StatusUnauthorized) {
+	if err != nil && s.mode != imdsNoToken && !s.isTokenless() && isStatus(err, http.StatusUnauthorized) {
 		s.mu.Lock()
 		s.token = ""
 		s.mu.Unlock()
-		if hdr, err = s.headers(ctx); err != nil {
+		if hdr, err = headers(); err != nil {
 			return nil, err
 		}
 		data, err = s.client.get(ctx, url, hdr)
 	}
 	return data, err
+}
+
+func (s *imdsSession) isTokenless() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokenless
 }
 
 // imdsVersions are cloud-init 22.4's API versions, newest first, then its

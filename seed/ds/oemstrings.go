@@ -214,12 +214,13 @@ func validCredentialName(name string) bool {
 	return true
 }
 
-// credentialTree is the seed credentials as a seed directory: the file
-// meta-data is the credential cloud-init.meta-data.
-type credentialTree map[string][]byte
+// mapTree is a seed directory held in memory: file name to content.
+type mapTree map[string][]byte
 
-func newCredentialTree(creds []Credential) credentialTree {
-	t := credentialTree{}
+// newCredentialTree is the seed credentials as a seed directory: the
+// file meta-data is the credential cloud-init.meta-data.
+func newCredentialTree(creds []Credential) mapTree {
+	t := mapTree{}
 	for _, c := range creds {
 		if file, ok := strings.CutPrefix(c.Name, CredentialPrefix); ok {
 			t[file] = c.Value
@@ -228,19 +229,19 @@ func newCredentialTree(creds []Credential) credentialTree {
 	return t
 }
 
-func (t credentialTree) has(name string) bool {
+func (t mapTree) has(name string) bool {
 	_, ok := t[name]
 	return ok
 }
 
-func (t credentialTree) ReadFile(name string) ([]byte, error) {
+func (t mapTree) ReadFile(name string) ([]byte, error) {
 	if b, ok := t[name]; ok {
 		return b, nil
 	}
-	return nil, fmt.Errorf("credential %s%s: %w", CredentialPrefix, name, os.ErrNotExist)
+	return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
 }
 
-func (t credentialTree) ReadDir(string) ([]string, error) {
+func (t mapTree) ReadDir(string) ([]string, error) {
 	names := make([]string, 0, len(t))
 	for n := range t {
 		names = append(names, n)
