@@ -97,6 +97,11 @@ func (k *PublicKey) Type() string { return k.keyType }
 // Marshal returns the key blob (RFC 4253 §6.6).
 func (k *PublicKey) Marshal() []byte { return bytes.Clone(k.wire) }
 
+// CryptoKey is the key itself: *rsa.PublicKey, *dsa.PublicKey,
+// *ecdsa.PublicKey or ed25519.PublicKey (for the security-key types, the
+// authenticator's key).
+func (k *PublicKey) CryptoKey() crypto.PublicKey { return k.key }
+
 // Equal reports whether both are the same key.
 func (k *PublicKey) Equal(other *PublicKey) bool {
 	return other != nil && bytes.Equal(k.wire, other.wire)
