@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // Cmdline is the kernel command line, split the way the kernel splits it:
@@ -109,6 +111,9 @@ type Options struct {
 	// Strict: hand off only when PID 1's modules all ran cleanly
 	// (seedinit.strict, seedinit.strict=1|0).
 	Strict bool
+	// Trust is seedinit.trust=off|warn|require, the seed signatures'
+	// policy (at least the one baked into the image).
+	Trust string
 }
 
 // DefaultBudget is how long the datasource search may take when nothing
@@ -169,6 +174,12 @@ func ParseOptions(c Cmdline) (Options, []error) {
 	o.Rescue, _ = c.Get("seedinit.rescue")
 	o.Disable = c.Has("seedinit.disable")
 	o.Kexec, _ = c.Get("seedinit.kexec")
+	if v, ok := c.Get("seedinit.trust"); ok {
+		o.Trust = strings.TrimSpace(v)
+		if _, err := trust.ParsePolicy(v); err != nil {
+			errs = append(errs, fmt.Errorf("seedinit.trust=%q: %w; taken as require", v, err))
+		}
+	}
 	if v, ok := c.Get("seedinit.strict"); ok {
 		switch strings.ToLower(v) {
 		case "", "1", "yes", "on", "true":

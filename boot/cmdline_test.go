@@ -47,6 +47,9 @@ func TestParseOptions(t *testing.T) {
 			want:    Options{ReadOnly: true, Budget: DefaultBudget},
 			wantErr: 2,
 		},
+		{line: "seedinit.trust=require", want: Options{ReadOnly: true, Budget: DefaultBudget, Trust: "require"}},
+		// Kept as given and taken as require by the check, with a warning.
+		{line: "seedinit.trust=maybe", want: Options{ReadOnly: true, Budget: DefaultBudget, Trust: "maybe"}, wantErr: 1},
 		{line: "seedinit.strict", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}},
 		{line: "seedinit.strict=1", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}},
 		{line: "seedinit.strict=0", want: Options{ReadOnly: true, Budget: DefaultBudget}},

@@ -509,6 +509,8 @@ func (p *PID1) provision() error {
 		return nil
 	}
 	p.Log.Info("datasource", "name", sd.Datasource, "where", sd.Subplatform, "instance_id", sd.InstanceID)
+	// Before anything of the seed is used, the network config included.
+	seedErrs, seedWarns := p.checkSeedTrust(sd)
 	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
 	if err := SaveSeed(sd); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())
@@ -531,6 +533,9 @@ func (p *PID1) provision() error {
 			Log:     p.Log,
 			Console: p.Console,
 			Version: apply.Version,
+
+			SeedErrors:   seedErrs,
+			SeedWarnings: seedWarns,
 		})
 		if err != nil {
 			return err

@@ -41,6 +41,14 @@ type Seed struct {
 	// kind: "v1", "v2" (cloud-init YAML), "network_data.json", "eni", "".
 	NetworkConfig []byte
 	NetworkFormat string
+
+	// MetaRaw is the meta-data as served, when the source has it as one
+	// document (NoCloud's meta-data file), for its signature.
+	MetaRaw []byte
+	// Signatures are the signatures the source served beside the parts,
+	// by part: "meta-data", "user-data", "vendor-data", "network-config"
+	// (seed/trust checks them).
+	Signatures map[string][]byte
 }
 
 // KeptFile is a file a datasource leaves in the target.

@@ -49,6 +49,10 @@ type Options struct {
 	// policy loaded and the target sees it (its selinuxfs mounted in the
 	// target), which restorecon needs; nil reads the target's selinuxfs.
 	SELinuxLoaded func(root *target.Root) bool
+	// SeedErrors and SeedWarnings are what was found wrong with the seed
+	// before the run (its signatures), reported with the first stage's
+	// own in the report and status.json.
+	SeedErrors, SeedWarnings []string
 }
 
 // Module outcomes.
@@ -150,6 +154,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		writeStatus(opts.Root, status, opts.Log)
 		if prep == nil {
 			prep = Prepare(ctx, opts, st)
+			res.Errors = append(res.Errors, opts.SeedErrors...)
+			res.Warnings = append(res.Warnings, opts.SeedWarnings...)
 			res.Errors = append(res.Errors, prep.Errors...)
 			res.Warnings = append(res.Warnings, prep.Warnings...)
 			prestarted = prestart(ctx, opts, st, prep)

@@ -2,14 +2,20 @@ package main
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 type stringList []string
@@ -19,7 +25,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "initramfs: usage: seedinit initramfs build --modules-root DIR --kernel-release KVER -o FILE [--add SRC:DST]... [--no-init] [--compress gzip|none]")
+		return fail(stderr, "initramfs: usage: seedinit initramfs build --modules-root DIR --kernel-release KVER -o FILE [--add SRC:DST]... [--trust-key FILE]... [--trust-policy off|warn|require] [--no-init] [--compress gzip|none]")
 	}
 	fs := flag.NewFlagSet("seedinit initramfs build", flag.ContinueOnError)
 	modRoot := fs.String("modules-root", "", "root holding lib/modules/KVER (for example a dpkg -x of Debian's kernel package)")
@@ -30,8 +36,10 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	mods := fs.String("modules", "", "comma-separated modules to include instead of the default set")
 	noInit := fs.Bool("no-init", false, "leave out /init: only the modules, their index and --add files, to merge into an initramfs with its own init (u-root's -base)")
 	compress := fs.String("compress", "gzip", "gzip, or none for a bare cpio (u-root's -base reads only that)")
-	var adds stringList
+	var adds, trustKeys stringList
 	fs.Var(&adds, "add", "extra file SRC:DST (repeatable)")
+	fs.Var(&trustKeys, "trust-key", "a file of trusted Ed25519 public keys for seed signatures (authorized_keys lines; repeatable)")
+	trustPolicy := fs.String("trust-policy", "", "seed signatures' policy baked in: off, warn or require (seedinit.trust= may only raise it)")
 	if _, code, ok := parseFlags(fs, args[1:], stderr); !ok {
 		return code
 	}
@@ -56,6 +64,12 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 		}
 		o.Extra = append(o.Extra, e)
 	}
+	trustFiles, err := trustExtras(trustKeys, *trustPolicy)
+	if err != nil {
+		return fail(stderr, "initramfs build: %v", err)
+	}
+	defer trustFiles.cleanup()
+	o.Extra = append(o.Extra, trustFiles.extras...)
 	var buf bytes.Buffer
 	rep, err := initramfs.Build(&buf, o)
 	if err != nil {
@@ -87,8 +101,11 @@ func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
 // runSeed is `seedinit seed build`: NoCloud and config-drive images as
 // ISO9660 or FAT, the Go replacement for cloud-localds and genisoimage.
 func runSeed(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "sign" {
+		return runSeedSign(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] -o OUT")
+		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] -o OUT\n       seedinit seed sign --key KEY DIR")
 	}
 	fs := flag.NewFlagSet("seedinit seed build", flag.ContinueOnError)
 	kind := fs.String("kind", "nocloud", "nocloud (label cidata) or configdrive (label config-2)")
@@ -122,4 +139,139 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %s seed image (%s)\n", *outFile, *kind, *format)
 	return exitOK
+}
+
+// runSeedSign is `seedinit seed sign --key KEY DIR`: each of DIR's
+// meta-data, user-data, vendor-data and network-config gets a signature
+// beside it (PART.sig), as `ssh-keygen -Y sign -n seedinit-seed` makes.
+func runSeedSign(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit seed sign", flag.ContinueOnError)
+	keyFile := fs.String("key", "", "Ed25519 private key (OpenSSH format, unencrypted: ssh-keygen -t ed25519 -N '')")
+	rest, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if *keyFile == "" || len(rest) != 1 {
+		return fail(stderr, "seed sign: usage: seedinit seed sign --key KEY DIR")
+	}
+	priv, err := readSigningKey(*keyFile)
+	if err != nil {
+		return fail(stderr, "seed sign: %v", err)
+	}
+	dir := rest[0]
+	signed := 0
+	for _, part := range trust.Parts {
+		p := filepath.Join(dir, part)
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(stderr, "seed sign: %v", err)
+		}
+		sig, err := trust.Sign(priv, data)
+		if err != nil {
+			return fail(stderr, "seed sign: %s: %v", p, err)
+		}
+		if err := writeFileAtomic(p+".sig", sig, 0o644); err != nil {
+			return fail(stderr, "seed sign: %v", err)
+		}
+		fmt.Fprintf(stdout, "%s.sig\n", p)
+		signed++
+	}
+	if signed == 0 {
+		return fail(stderr, "seed sign: %s has none of %s", dir, strings.Join(trust.Parts, ", "))
+	}
+	return exitOK
+}
+
+// readSigningKey reads an unencrypted Ed25519 private key.
+func readSigningKey(path string) (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	k, err := sshkey.ParseRawPrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	priv, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%s: a %T; seed signatures are Ed25519", path, k)
+	}
+	return priv, nil
+}
+
+// bakedTrust are the seed-signature files made for an initramfs, in a
+// temporary directory removed after the build.
+type bakedTrust struct {
+	dir    string
+	extras []initramfs.Extra
+}
+
+func (b bakedTrust) cleanup() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+}
+
+// trustExtras checks the trusted keys (every line an Ed25519 key) and the
+// policy, and writes them for the initramfs's /etc/seedinit.
+func trustExtras(keyFiles []string, policy string) (bakedTrust, error) {
+	var b bakedTrust
+	if len(keyFiles) == 0 && policy == "" {
+		return b, nil
+	}
+	var keys bytes.Buffer
+	n := 0
+	for _, f := range keyFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return b, fmt.Errorf("--trust-key: %w", err)
+		}
+		parsed, err := trust.ParseKeys(data, f)
+		if err != nil {
+			return b, fmt.Errorf("--trust-key: %w", err)
+		}
+		for _, k := range parsed {
+			keys.Write(sshkey.MarshalAuthorizedKey(k, "from "+filepath.Base(f)))
+		}
+		n += len(parsed)
+	}
+	if len(keyFiles) > 0 && n == 0 {
+		return b, fmt.Errorf("--trust-key: no key in %s", strings.Join(keyFiles, ", "))
+	}
+	if policy != "" {
+		p, err := trust.ParsePolicy(policy)
+		if err != nil {
+			return b, fmt.Errorf("--trust-policy: %w", err)
+		}
+		policy = p.String()
+	}
+	dir, err := os.MkdirTemp("", "seedinit-trust-")
+	if err != nil {
+		return b, err
+	}
+	b.dir = dir
+	add := func(name, dst string, data []byte) error {
+		src := filepath.Join(dir, name)
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			return err
+		}
+		b.extras = append(b.extras, initramfs.Extra{Src: src, Dst: dst})
+		return nil
+	}
+	if n > 0 {
+		if err := add("keys", boot.TrustedKeysPath, keys.Bytes()); err != nil {
+			b.cleanup()
+			return bakedTrust{}, err
+		}
+	}
+	if policy != "" {
+		if err := add("policy", boot.TrustPolicyPath, []byte(policy+"\n")); err != nil {
+			b.cleanup()
+			return bakedTrust{}, err
+		}
+	}
+	return b, nil
 }

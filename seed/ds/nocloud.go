@@ -93,6 +93,31 @@ type noCloudData struct {
 	vendorData    []byte
 	networkConfig []byte
 	found         []string
+	// metaRaw is the first meta-data read (whose keys win the merge),
+	// sigs the signatures served beside the parts that are kept.
+	metaRaw []byte
+	sigs    map[string][]byte
+}
+
+// setSig keeps the signature of a part read from t ("" when it has none),
+// replacing the signature of the part it replaced.
+func (d *noCloudData) setSig(t fileTree, part string) error {
+	sig, err := t.ReadFile(part + ".sig")
+	if errors.Is(err, fs.ErrNotExist) {
+		sig, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.sigs == nil {
+		d.sigs = map[string][]byte{}
+	}
+	if sig == nil {
+		delete(d.sigs, part)
+	} else {
+		d.sigs[part] = sig
+	}
+	return nil
 }
 
 func (d *noCloudData) addMeta(md map[string]any) { mergeKeep(d.meta, md) }
@@ -258,11 +283,23 @@ func (d *noCloudData) readTree(t fileTree, where string) (bool, error) {
 	}
 	d.addMeta(meta)
 	d.userData = ud
+	sigParts := []string{"user-data"}
+	if d.metaRaw == nil {
+		d.metaRaw = md
+		sigParts = append(sigParts, "meta-data")
+	}
 	if optional[0] != nil {
 		d.vendorData = optional[0]
+		sigParts = append(sigParts, "vendor-data")
 	}
 	if len(optional[1]) > 0 {
 		d.networkConfig = optional[1]
+		sigParts = append(sigParts, "network-config")
+	}
+	for _, part := range sigParts {
+		if err := d.setSig(t, part); err != nil {
+			return false, fmt.Errorf("read %s/%s.sig: %w", where, part, err)
+		}
 	}
 	return true, nil
 }
@@ -353,6 +390,8 @@ func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
 		Metadata:   md,
 		UserData:   d.userData,
 		VendorData: d.vendorData,
+		MetaRaw:    d.metaRaw,
+		Signatures: d.sigs,
 	}
 	if cn := scalar(md["cloud-name"]); cn != "" {
 		s.CloudName = strings.ToLower(cn)

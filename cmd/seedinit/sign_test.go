@@ -1,0 +1,105 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/seed/trust"
+)
+
+// writeSigningKey writes an unencrypted OpenSSH Ed25519 key and its
+// public line.
+func writeSigningKey(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := sshkey.MarshalPrivateKey(priv, "seed@build")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "seed_key")
+	if err := os.WriteFile(key, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := sshkey.NewPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubFile := key + ".pub"
+	if err := os.WriteFile(pubFile, sshkey.MarshalAuthorizedKey(pub, "seed@build"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return key, pubFile
+}
+
+func TestSeedSign(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	seedDir := filepath.Join(dir, "seed")
+	os.Mkdir(seedDir, 0o755)
+	for name, content := range map[string]string{"meta-data": "instance-id: i-1\n", "user-data": "#cloud-config\n", "other": "x"} {
+		os.WriteFile(filepath.Join(seedDir, name), []byte(content), 0o644)
+	}
+	code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir)
+	if code != exitOK || strings.Count(out, ".sig") != 2 {
+		t.Fatalf("seed sign: %d\n%s%s", code, out, stderr)
+	}
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"meta-data", "user-data"} {
+		content, _ := os.ReadFile(filepath.Join(seedDir, part))
+		sig, err := os.ReadFile(filepath.Join(seedDir, part+".sig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := keys.Verify(content, sig); err != nil {
+			t.Errorf("%s.sig: %v", part, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(seedDir, "other.sig")); err == nil {
+		t.Error("a file that is no seed part was signed")
+	}
+	if code, _, stderr := run(t, "seed", "sign", "--key", pubFile, seedDir); code == exitOK || !strings.Contains(stderr, "seed sign") {
+		t.Errorf("a public key as the signing key: %d %s", code, stderr)
+	}
+	if code, _, _ := run(t, "seed", "sign", "--key", key, t.TempDir()); code == exitOK {
+		t.Error("an empty directory was signed")
+	}
+}
+
+func TestTrustExtras(t *testing.T) {
+	dir := t.TempDir()
+	_, pubFile := writeSigningKey(t, dir)
+	b, err := trustExtras([]string{pubFile}, "REQUIRE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.cleanup()
+	got := map[string]string{}
+	for _, e := range b.extras {
+		data, _ := os.ReadFile(e.Src)
+		got[e.Dst] = string(data)
+	}
+	if !strings.HasPrefix(got["/etc/seedinit/trusted-seed-keys"], "ssh-ed25519 ") || got["/etc/seedinit/trust-policy"] != "require\n" {
+		t.Errorf("baked files: %q", got)
+	}
+	bad := filepath.Join(dir, "bad.pub")
+	os.WriteFile(bad, []byte("ssh-rsa AAAA nope\n"), 0o644)
+	if _, err := trustExtras([]string{bad}, ""); err == nil || !strings.Contains(err.Error(), "bad.pub line 1") {
+		t.Errorf("a bad key file: %v", err)
+	}
+	if _, err := trustExtras(nil, "maybe"); err == nil {
+		t.Error("an unknown policy was accepted")
+	}
+}
