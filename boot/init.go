@@ -511,6 +511,10 @@ func (p *PID1) provision() error {
 	p.Log.Info("datasource", "name", sd.Datasource, "where", sd.Subplatform, "instance_id", sd.InstanceID)
 	// Before anything of the seed is used, the network config included.
 	seedErrs, seedWarns := p.checkSeedTrust(sd)
+	if err := p.measureSeed(root, sd); err != nil {
+		p.Log.Error("measure the seed", "error", err.Error())
+		seedErrs = append(seedErrs, err.Error())
+	}
 	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
 	if err := SaveSeed(sd); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())

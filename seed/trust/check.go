@@ -33,8 +33,9 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s applied unverified: %s", f.Part, f.Detail)
 }
 
-// part is the content of one part of s, nil when s has none.
-func part(s *seed.Seed, name string) []byte {
+// PartContent is the content of one part of s as it will be applied
+// (the meta-data document as served), nil when s has none.
+func PartContent(s *seed.Seed, name string) []byte {
 	switch name {
 	case "meta-data":
 		return s.MetaRaw
@@ -62,7 +63,7 @@ func Check(s *seed.Seed, keys Keys, policy Policy) []Finding {
 	}
 	var out []Finding
 	for _, name := range Parts {
-		content := part(s, name)
+		content := PartContent(s, name)
 		if content == nil && !(name == "meta-data" && hasMetadata(s)) {
 			continue
 		}

@@ -20,7 +20,7 @@ func signedSeed(t *testing.T) (*seed.Seed, Keys) {
 		Signatures: map[string][]byte{},
 	}
 	for _, name := range []string{"meta-data", "user-data", "network-config"} {
-		sig, err := Sign(priv, part(s, name))
+		sig, err := Sign(priv, PartContent(s, name))
 		if err != nil {
 			t.Fatal(err)
 		}
