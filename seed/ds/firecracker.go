@@ -28,7 +28,9 @@ func init() { Register(firecrackerMMDS{}) }
 //
 //   - NoCloud's: {"meta-data": {...} or "...", "user-data": "...",
 //     "vendor-data": ..., "network-config": ...}, meta-data and user-data
-//     both needed as for a seed directory;
+//     both needed as for a seed directory; a part given as a string may
+//     have its signature beside it ("user-data.sig": "-----BEGIN SSH
+//     SIGNATURE-----...");
 //   - EC2's: {"latest": {"meta-data": {...}, "user-data": "..."}}, read as
 //     the Ec2 source reads IMDS (also in the text form).
 //
@@ -135,6 +137,11 @@ func readMMDS(ctx context.Context, client *metadataClient, session *imdsSession,
 				return nil, err
 			}
 			tree[name] = b
+			// A signature is over the part as served: a string part
+			// only (an object's JSON is not the host's bytes).
+			if sig, ok := doc[name+".sig"].(string); ok {
+				tree[name+".sig"] = []byte(sig)
+			}
 		}
 		d := &noCloudData{meta: map[string]any{}}
 		found, err := d.readTree(tree, "MMDS")

@@ -352,8 +352,14 @@ func (d *noCloudData) readSeedFrom(ctx context.Context, env *Env, base string) e
 	d.addMeta(meta)
 	d.userData = ud
 	d.vendorData = nil
+	sigParts := []string{"user-data"}
+	if d.metaRaw == nil {
+		d.metaRaw = md
+		sigParts = append(sigParts, "meta-data")
+	}
 	if vd, err := read("vendor-data"); err == nil {
 		d.vendorData = vd
+		sigParts = append(sigParts, "vendor-data")
 	} else if !IsNotFound(err) && !errors.Is(err, fs.ErrNotExist) {
 		env.Logger().Warn("NoCloud vendor-data unreadable", "error", err.Error())
 	}
@@ -361,9 +367,29 @@ func (d *noCloudData) readSeedFrom(ctx context.Context, env *Env, base string) e
 	// releases do, and it costs one request.
 	if nc, err := read("network-config"); err == nil && len(nc) > 0 {
 		d.networkConfig = nc
+		sigParts = append(sigParts, "network-config")
+	}
+	// Signatures beside the parts (URL + ".sig"); none is no signature.
+	sigs := readerTree(func(name string) ([]byte, error) {
+		b, err := read(name)
+		if IsNotFound(err) {
+			return nil, fs.ErrNotExist
+		}
+		return b, err
+	})
+	for _, part := range sigParts {
+		if err := d.setSig(sigs, part); err != nil {
+			return fmt.Errorf("read %s: %w", Redact(nameURL(part+".sig")), err)
+		}
 	}
 	return nil
 }
+
+// readerTree is a fileTree of a read function (a seedfrom base).
+type readerTree func(name string) ([]byte, error)
+
+func (t readerTree) ReadFile(name string) ([]byte, error) { return t(name) }
+func (t readerTree) ReadDir(string) ([]string, error)     { return nil, nil }
 
 // parseNoCloudMeta parses meta-data: YAML (JSON is YAML too), a mapping
 // or nothing.

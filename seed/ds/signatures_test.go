@@ -1,0 +1,80 @@
+package ds
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// The NoCloud family hands the signatures served beside the parts, and
+// the meta-data document as served, to the seed: seed directories (and
+// disks, read the same way), seedfrom URLs, SMBIOS credentials, fw_cfg
+// and MMDS documents.
+func TestSeedSignaturesAreKept(t *testing.T) {
+	const md, ud = "instance-id: iid-sig\n", "#cloud-config\n"
+	sig := func(part string) string { return "SIG of " + part }
+	check := func(t *testing.T, env *Env, ds Datasource, want ...string) {
+		t.Helper()
+		s, err := ds.Fetch(context.Background(), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(s.MetaRaw) != md {
+			t.Errorf("MetaRaw %q", s.MetaRaw)
+		}
+		if len(s.Signatures) != len(want) {
+			t.Errorf("signatures %q, want %q", s.Signatures, want)
+		}
+		for _, part := range want {
+			if string(s.Signatures[part]) != sig(part) {
+				t.Errorf("%s's signature %q", part, s.Signatures[part])
+			}
+		}
+	}
+	t.Run("seed directory", func(t *testing.T) {
+		env := newTestEnv(t, nil, nil, "")
+		writeTarget(t, env, map[string]string{
+			"/var/lib/cloud/seed/nocloud/meta-data": md, "/var/lib/cloud/seed/nocloud/user-data": ud,
+			"/var/lib/cloud/seed/nocloud/user-data.sig": sig("user-data"),
+		})
+		check(t, env, noCloud{}, "user-data")
+	})
+	t.Run("seedfrom URL", func(t *testing.T) {
+		files := map[string]string{"/s/meta-data": md, "/s/user-data": ud, "/s/meta-data.sig": sig("meta-data"), "/s/user-data.sig": sig("user-data")}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if b, ok := files[r.URL.Path]; ok {
+				w.Write([]byte(b))
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		check(t, newTestEnv(t, nil, nil, "ds=nocloud-net;s="+srv.URL+"/s/"), noCloud{}, "meta-data", "user-data")
+	})
+	t.Run("SMBIOS credentials", func(t *testing.T) {
+		b64 := base64.StdEncoding.EncodeToString
+		env := &Env{DMI: oemDMI{strs: []string{
+			"io.systemd.credential:cloud-init.meta-data=" + md,
+			"io.systemd.credential:cloud-init.user-data=" + ud,
+			"io.systemd.credential.binary:cloud-init.user-data.sig=" + b64([]byte(sig("user-data"))),
+			"io.systemd.credential.binary:cloud-init.meta-data.sig=" + b64([]byte(sig("meta-data"))),
+		}}, Log: testLogger(t)}
+		check(t, env, noCloud{}, "meta-data", "user-data")
+	})
+	t.Run("fw_cfg", func(t *testing.T) {
+		env := &Env{FwCfgDir: fwCfg(t, map[string]string{
+			"opt/io.cloud-init/cloud-init/meta-data": md, "opt/io.cloud-init/cloud-init/user-data": ud,
+			"opt/io.cloud-init/cloud-init/meta-data.sig": sig("meta-data"),
+		}), Log: testLogger(t)}
+		check(t, env, qemuFwCfg{}, "meta-data")
+	})
+	t.Run("MMDS document", func(t *testing.T) {
+		doc, _ := json.Marshal(map[string]any{"meta-data": md, "user-data": ud, "user-data.sig": sig("user-data")})
+		srv := httptest.NewServer(newFakeMMDS(t, string(doc)))
+		t.Cleanup(srv.Close)
+		check(t, testEnv(srv.URL, nil, nil), firecrackerMMDS{}, "user-data")
+	})
+}
