@@ -46,6 +46,12 @@ type openStackData struct {
 	networkJSON []byte
 	networkENI  []byte
 	dsmode      string
+	// metaRaw is meta_data.json as served; sigs the signatures served
+	// beside meta_data.json, user_data and network_data.json (FILE.sig),
+	// by seed part. vendor_data.json and vendor_data2.json are joined
+	// into vendor-data, which no single signature covers.
+	metaRaw []byte
+	sigs    map[string][]byte
 }
 
 // versionCandidates orders the versions to try: the known ones offered,
@@ -90,7 +96,7 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 		}
 		return nil, fmt.Errorf("%s: %w", msg, fs.ErrNotExist)
 	}
-	d := &openStackData{version: version}
+	d := &openStackData{version: version, metaRaw: mdRaw}
 	meta, err := ParseOpenStackMetadata(mdRaw)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", src.where(path.Join("openstack", version, "meta_data.json")), err)
@@ -150,6 +156,26 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 	}
 	if m, ok := meta["meta"].(map[string]any); ok {
 		d.dsmode, _ = m["dsmode"].(string)
+	}
+	signed := map[string]string{"meta-data": "meta_data.json"}
+	if d.userData != nil {
+		signed["user-data"] = "user_data"
+	}
+	if d.networkJSON != nil {
+		signed["network-config"] = "network_data.json"
+	}
+	for part, file := range signed {
+		sig, err := optional(file + ".sig")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if sig != nil {
+			if d.sigs == nil {
+				d.sigs = map[string][]byte{}
+			}
+			d.sigs[part] = sig
+		}
 	}
 	return d, errors.Join(errs...)
 }
@@ -329,6 +355,8 @@ func openStackSeed(d *openStackData, dsName string) *seed.Seed {
 		PublicKeys:       seed.NormalizePublicKeys(md["public_keys"]),
 		UserData:         d.userData,
 		VendorData:       d.vendorData,
+		MetaRaw:          d.metaRaw,
+		Signatures:       d.sigs,
 	}
 	if cn := scalar(md["cloud-name"]); cn != "" {
 		s.CloudName = strings.ToLower(cn)

@@ -78,3 +78,24 @@ func TestSeedSignaturesAreKept(t *testing.T) {
 		check(t, testEnv(srv.URL, nil, nil), firecrackerMMDS{}, "user-data")
 	})
 }
+
+// A config drive's meta_data.json, user_data and network_data.json have
+// their signatures beside them (FILE.sig).
+func TestConfigDriveSignaturesAreKept(t *testing.T) {
+	env := newTestEnv(t, nil, nil, "")
+	dir := configDriveSeedDir + "/openstack/latest/"
+	meta := fixture(t, "openstack/meta_data.json")
+	writeTarget(t, env, map[string]string{
+		dir + "meta_data.json": meta, dir + "meta_data.json.sig": "SIG meta",
+		dir + "user_data": "#cloud-config\n", dir + "user_data.sig": "SIG user",
+		dir + "network_data.json": fixture(t, "openstack/network_data.json"),
+	})
+	s, err := configDrive{}.Fetch(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(s.MetaRaw) != meta || string(s.Signatures["meta-data"]) != "SIG meta" ||
+		string(s.Signatures["user-data"]) != "SIG user" || len(s.Signatures) != 2 {
+		t.Errorf("signatures %q, meta-data kept: %v", s.Signatures, string(s.MetaRaw) == meta)
+	}
+}
