@@ -105,7 +105,7 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		return runSeedSign(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] -o OUT\n       seedinit seed sign --key KEY DIR")
+		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--sign-key KEY] -o OUT\n       seedinit seed sign --key KEY DIR")
 	}
 	fs := flag.NewFlagSet("seedinit seed build", flag.ContinueOnError)
 	kind := fs.String("kind", "nocloud", "nocloud (label cidata) or configdrive (label config-2)")
@@ -115,6 +115,7 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 	netConfig := fs.String("network-config", "", "network config file (network_data.json for a config drive)")
 	vendorData := fs.String("vendor-data", "", "vendor-data file")
 	label := fs.String("label", "", "volume label (default: cidata or config-2)")
+	signKey := fs.String("sign-key", "", "sign the parts with this Ed25519 private key (PART.sig beside each; see seedinit seed sign)")
 	outFile := fs.String("o", "", "output image")
 	if _, code, ok := parseFlags(fs, args[1:], stderr); !ok {
 		return code
@@ -134,6 +135,13 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "seed build: %v", err)
 	}
 	o.Label = *label
+	if *signKey != "" {
+		priv, err := readSigningKey(*signKey)
+		if err != nil {
+			return fail(stderr, "seed build: %v", err)
+		}
+		o.Sign = func(content []byte) ([]byte, error) { return trust.Sign(priv, content) }
+	}
 	if err := seedimg.Build(*outFile, o); err != nil {
 		return fail(stderr, "seed build: %v", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -101,5 +103,42 @@ func TestTrustExtras(t *testing.T) {
 	}
 	if _, err := trustExtras(nil, "maybe"); err == nil {
 		t.Error("an unknown policy was accepted")
+	}
+}
+
+// seed build --sign-key: the image's parts carry signatures that the
+// NoCloud reader finds beside them and the trusted key verifies, on ISO
+// and FAT images.
+func TestSeedBuildSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, ud := filepath.Join(dir, "meta-data"), filepath.Join(dir, "user-data")
+	os.WriteFile(md, []byte("instance-id: i-signed\n"), 0o644)
+	os.WriteFile(ud, []byte("#cloud-config\nhostname: signed\n"), 0o644)
+	for _, format := range []string{"iso", "vfat"} {
+		img := filepath.Join(dir, "seed."+format)
+		if code, out, stderr := run(t, "seed", "build", "--format", format, "--meta-data", md, "--user-data", ud, "--sign-key", key, "-o", img); code != exitOK {
+			t.Fatalf("seed build %s: %d %s%s", format, code, out, stderr)
+		}
+		env := &ds.Env{Devices: ds.FileDevices{"/dev/vdb": img}}
+		// Local sources only: nothing may be asked of the network here.
+		s, err := ds.DetectStage(context.Background(), env, 0, ds.StageLocal)
+		if err != nil || s.Seed == nil {
+			t.Fatalf("%s: read the seed back: %v", format, err)
+		}
+		findings := trust.Check(s.Seed, keys, trust.Require)
+		if len(findings) != 2 {
+			t.Errorf("%s: findings %v", format, findings)
+		}
+		for _, f := range findings {
+			if !f.Trusted {
+				t.Errorf("%s: %v", format, f)
+			}
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,6 +81,12 @@ type Options struct {
 	// drive it must be an OpenStack network_data.json.
 	NetworkConfig []byte
 
+	// Sign, when set, signs the parts a reader checks (seedinit seed
+	// build --sign-key): each gets PART.sig beside it (NoCloud's four
+	// files; a config drive's meta_data.json, user_data and
+	// network_data.json).
+	Sign func(content []byte) ([]byte, error)
+
 	// Label overrides the filesystem label (cidata, config-2).
 	Label string
 	// Size is the FAT image size in bytes; 0 picks one (64 MiB for a
@@ -141,13 +148,36 @@ func (o Options) withDefaults() Options {
 // the image's root → content, exactly as Build writes them.
 func Layout(o Options) (map[string][]byte, error) {
 	o = o.withDefaults()
+	var files map[string][]byte
+	var err error
+	var signed []string
 	switch o.Kind {
 	case NoCloud:
-		return noCloudLayout(o)
+		files, err = noCloudLayout(o)
+		signed = []string{"meta-data", "user-data", "vendor-data", "network-config"}
 	case ConfigDrive:
-		return configDriveLayout(o)
+		files, err = configDriveLayout(o)
+		signed = []string{"meta_data.json", "user_data", "network_data.json"}
+	default:
+		return nil, fmt.Errorf("lay out seed image: unknown kind %q", o.Kind)
 	}
-	return nil, fmt.Errorf("lay out seed image: unknown kind %q", o.Kind)
+	if err != nil || o.Sign == nil {
+		return files, err
+	}
+	var toSign []string
+	for name := range files {
+		if slices.Contains(signed, path.Base(name)) && !strings.HasPrefix(name, "ec2/") {
+			toSign = append(toSign, name)
+		}
+	}
+	for _, name := range toSign {
+		sig, err := o.Sign(files[name])
+		if err != nil {
+			return nil, fmt.Errorf("sign %s: %w", name, err)
+		}
+		files[name+".sig"] = sig
+	}
+	return files, nil
 }
 
 func noCloudLayout(o Options) (map[string][]byte, error) {

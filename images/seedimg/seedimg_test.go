@@ -590,3 +590,30 @@ func TestBuildFATPassesFsck(t *testing.T) {
 		})
 	}
 }
+
+// With Sign, the parts a reader checks get PART.sig beside them; Nova's
+// ec2/ copies and vendor_data.json do not.
+func TestLayoutSigned(t *testing.T) {
+	sign := func(content []byte) ([]byte, error) { return append([]byte("SIG:"), content...), nil }
+	nc, err := Layout(Options{MetaData: []byte("instance-id: a\n"), UserData: []byte("#cloud-config\n"), Sign: sign})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(nc["user-data.sig"]) != "SIG:#cloud-config\n" || string(nc["meta-data.sig"]) != "SIG:instance-id: a\n" || len(nc) != 4 {
+		t.Errorf("NoCloud files: %q", nc)
+	}
+	cd, err := Layout(Options{Kind: ConfigDrive, MetaData: []byte("instance-id: a\n"), UserData: []byte("x"), VendorData: []byte("v"), Sign: sign})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"openstack/latest/meta_data.json.sig", "openstack/latest/user_data.sig", "openstack/2012-08-10/user_data.sig"} {
+		if !strings.HasPrefix(string(cd[name]), "SIG:") {
+			t.Errorf("%s missing", name)
+		}
+	}
+	for name := range cd {
+		if strings.HasSuffix(name, ".sig") && (strings.HasPrefix(name, "ec2/") || strings.Contains(name, "vendor_data")) {
+			t.Errorf("%s signed", name)
+		}
+	}
+}
