@@ -21,6 +21,33 @@ const maxSeedFile = 16 << 20
 // /var/lib/cloud/seed/nocloud. meta-data may be YAML or JSON; a missing
 // instance-id is "nocloud", cloud-init's default.
 func LoadNoCloudDir(dir string) (*Seed, error) {
+	s, err := loadNoCloudDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	// The meta-data document as it is and the signatures beside the parts
+	// (PART.sig), for seed/trust.
+	s.MetaRaw, _ = ReadSeedFile(filepath.Join(dir, "meta-data"), maxSeedFile)
+	for _, part := range []string{"meta-data", "user-data", "vendor-data", "network-config"} {
+		if _, err := os.Lstat(filepath.Join(dir, part)); err != nil {
+			continue
+		}
+		sig, err := ReadSeedFile(filepath.Join(dir, part+".sig"), maxSeedFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read NoCloud seed: %w", err)
+		}
+		if s.Signatures == nil {
+			s.Signatures = map[string][]byte{}
+		}
+		s.Signatures[part] = sig
+	}
+	return s, nil
+}
+
+func loadNoCloudDir(dir string) (*Seed, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read NoCloud seed: %w", err)

@@ -70,9 +70,12 @@ func TestLoadNoCloudDir(t *testing.T) {
 			if got.Datasource != "NoCloud" || got.Subplatform != "seed-dir ("+dir+")" {
 				t.Errorf("datasource %q subplatform %q", got.Datasource, got.Subplatform)
 			}
-			opts := cmp.Options{cmpIgnore("Datasource", "Subplatform", "Platform", "CloudName", "Metadata")}
+			opts := cmp.Options{cmpIgnore("Datasource", "Subplatform", "Platform", "CloudName", "Metadata", "MetaRaw")}
 			if d := cmp.Diff(tt.want, *got, opts); d != "" {
 				t.Errorf("seed (-want +got):\n%s", d)
+			}
+			if md, ok := tt.files["meta-data"]; ok && string(got.MetaRaw) != md {
+				t.Errorf("MetaRaw %q, want the meta-data file", got.MetaRaw)
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 func runApply(args []string, stdout, stderr io.Writer) int {
@@ -27,6 +28,8 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	rootDir := fs.String("root", "", "target root directory (required)")
 	seedDir := fs.String("seed", "", "NoCloud seed directory: meta-data, user-data, vendor-data, network-config (required)")
 	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all")
+	trustKeys := fs.String("trust-keys", "", "trusted Ed25519 keys for the seed's signatures (authorized_keys lines)")
+	trustPolicy := fs.String("trust", "off", "seed signatures: off, warn (report unsigned parts) or require (leave them out)")
 	out := outputFlags(fs)
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -34,7 +37,47 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if *rootDir == "" || *seedDir == "" {
 		return fail(stderr, "apply: --root and --seed are required")
 	}
-	return runStages("apply", *rootDir, *seedDir, *stageName, out, stdout, stderr)
+	policy, err := trust.ParsePolicy(*trustPolicy)
+	if err != nil {
+		return fail(stderr, "apply: --trust: %v", err)
+	}
+	check := &seedCheck{policy: policy}
+	if *trustKeys != "" {
+		b, err := os.ReadFile(*trustKeys)
+		if err != nil {
+			return fail(stderr, "apply: --trust-keys: %v", err)
+		}
+		if check.keys, err = trust.ParseKeys(b, *trustKeys); err != nil {
+			return fail(stderr, "apply: --trust-keys: %v", err)
+		}
+	} else if policy != trust.Off {
+		return fail(stderr, "apply: --trust %s needs --trust-keys", policy)
+	}
+	return runStages("apply", *rootDir, *seedDir, *stageName, check, out, stdout, stderr)
+}
+
+// seedCheck is apply's seed signature check (--trust, --trust-keys).
+type seedCheck struct {
+	policy trust.Policy
+	keys   trust.Keys
+}
+
+// run checks sd and returns what the stages report: refused parts as
+// errors, unverified ones as warnings.
+func (c *seedCheck) run(sd *seed.Seed) (errs, warns []string) {
+	if c == nil {
+		return nil, nil
+	}
+	for _, f := range trust.Check(sd, c.keys, c.policy) {
+		line := "seed signature (" + c.policy.String() + "): " + f.String()
+		switch {
+		case f.Dropped:
+			errs = append(errs, line)
+		case !f.Trusted:
+			warns = append(warns, line)
+		}
+	}
+	return errs, warns
 }
 
 // output holds the flags apply and run share.
@@ -50,7 +93,7 @@ func outputFlags(fs *flag.FlagSet) output {
 	}
 }
 
-func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, stderr io.Writer) int {
+func runStages(verb, rootDir, seedDir, stageName string, check *seedCheck, out output, stdout, stderr io.Writer) int {
 	var stageList []apply.Stage
 	if stageName != "all" {
 		st, err := apply.ParseStage(stageName)
@@ -76,6 +119,7 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 	if b, err := seed.ReadSeedFile(filepath.Join(seedDir, "datasource"), 4096); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		sd.Datasource = strings.TrimSpace(string(b))
 	}
+	seedErrs, seedWarns := check.run(sd)
 
 	level := slog.LevelInfo
 	if *out.debug {
@@ -110,6 +154,9 @@ func runStages(verb, rootDir, seedDir, stageName string, out output, stdout, std
 		Log:     log,
 		Console: console,
 		Version: apply.Version,
+
+		SeedErrors:   seedErrs,
+		SeedWarnings: seedWarns,
 	})
 	elapsed := time.Since(start)
 	// The log is kept in the target like cloud-init.log, appended per run.

@@ -103,7 +103,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		// as cloud-init's do.
 		boot.RestorePriority()
 	}
-	return runStages("run", *rootDir, *seedDir, *stageName, out, stdout, stderr)
+	// The seed PID 1 kept was checked when it was read.
+	return runStages("run", *rootDir, *seedDir, *stageName, nil, out, stdout, stderr)
 }
 
 // keepSelfWait bounds how long `run --stage none --keep-self` waits for

@@ -142,3 +142,38 @@ func TestSeedBuildSigned(t *testing.T) {
 		}
 	}
 }
+
+// apply --trust require --trust-keys: a signed seed is applied; with its
+// user-data changed after signing, the user-data is left out and the
+// report says why.
+func TestApplyTrust(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	seedDir := filepath.Join(dir, "seed")
+	os.Mkdir(seedDir, 0o755)
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: i-trust\n"), 0o644)
+	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\nwrite_files: [{path: /etc/signed-ok, content: yes}]\n"), 0o644)
+	if code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir); code != exitOK {
+		t.Fatalf("seed sign: %s%s", out, stderr)
+	}
+	root := newTargetRoot(t)
+	code, out, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--trust", "require", "--trust-keys", pubFile, "--stage", "network")
+	if code != exitOK && code != exitRecoverable {
+		t.Fatalf("apply of a signed seed: %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/signed-ok")); err != nil {
+		t.Errorf("the signed user-data was not applied: %v", err)
+	}
+	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\nwrite_files: [{path: /etc/tampered, content: yes}]\n"), 0o644)
+	root = newTargetRoot(t)
+	_, out, stderr = run(t, "apply", "--root", root, "--seed", seedDir, "--trust", "require", "--trust-keys", pubFile, "--stage", "network", "--json")
+	if _, err := os.Stat(filepath.Join(root, "etc/tampered")); err == nil {
+		t.Error("the tampered user-data was applied")
+	}
+	if !strings.Contains(out, "user-data not applied: the signature does not match the content") {
+		t.Errorf("the report does not say why:\n%s%s", out, stderr)
+	}
+	if code, _, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--trust", "require"); code == exitOK || !strings.Contains(stderr, "needs --trust-keys") {
+		t.Errorf("require without keys: %d %s", code, stderr)
+	}
+}
