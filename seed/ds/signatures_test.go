@@ -99,3 +99,39 @@ func TestConfigDriveSignaturesAreKept(t *testing.T) {
 		t.Errorf("signatures %q, meta-data kept: %v", s.Signatures, string(s.MetaRaw) == meta)
 	}
 }
+
+// VendorHTTP reads PATH.sig beside the parts it fetched; meta-data made
+// from many URLs (meta_data_keys) has no one document to sign.
+func TestVendorHTTPSignaturesAreKept(t *testing.T) {
+	files := map[string]string{
+		"/v/meta_data.json": `{"uuid": "v-1"}`, "/v/meta_data.json.sig": "SIG meta",
+		"/v/user_data": "#cloud-config\n", "/v/user_data.sig": "SIG user",
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, ok := files[r.URL.Path]; ok {
+			w.Write([]byte(b))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for _, keys := range [][]any{nil, {"license"}} {
+		env := newTestEnv(t, nil, nil, "")
+		settings := map[string]any{"base_url": srv.URL + "/v/"}
+		if keys != nil {
+			settings["meta_data_keys"] = keys
+		}
+		env.Config.Datasource = map[string]map[string]any{"VendorHTTP": settings}
+		s, err := vendorHTTP{}.Fetch(context.Background(), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(s.Signatures["user-data"]) != "SIG user" {
+			t.Errorf("keys %v: user-data signature %q", keys, s.Signatures["user-data"])
+		}
+		wantMeta := keys == nil
+		if (string(s.MetaRaw) == files["/v/meta_data.json"]) != wantMeta || (s.Signatures["meta-data"] != nil) != wantMeta {
+			t.Errorf("keys %v: meta-data %q signature %q", keys, s.MetaRaw, s.Signatures["meta-data"])
+		}
+	}
+}

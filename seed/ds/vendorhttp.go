@@ -145,6 +145,7 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 		return resp.Body, nil
 	}
 	md := map[string]any{}
+	var metaRaw []byte
 	if c.MetaData != "" {
 		raw, err := get(c.MetaData)
 		if err != nil && !(IsNotFound(err) && len(c.MetaKeys) > 0) {
@@ -154,7 +155,11 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 			if md, err = ParseVendorMetadata(raw); err != nil {
 				return nil, fmt.Errorf("parse VendorHTTP meta-data %s: %w", Redact(base+c.MetaData), err)
 			}
+			metaRaw = raw
 		}
+	}
+	if len(c.MetaKeys) > 0 {
+		metaRaw = nil // meta-data from many URLs: no one document to sign
 	}
 	for _, k := range c.MetaKeys {
 		p := strings.Replace(c.MetaKeyPath, "%s", k, 1)
@@ -212,6 +217,29 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 	nc, err := optional("network config", c.NetworkConfig)
 	if err != nil {
 		return nil, err
+	}
+	// Signatures beside the parts (PATH.sig); none is no signature.
+	s.MetaRaw = metaRaw
+	for _, part := range []struct {
+		name, path string
+		served     bool
+	}{
+		{"meta-data", c.MetaData, metaRaw != nil}, {"user-data", c.UserData, s.UserData != nil},
+		{"vendor-data", c.VendorData, s.VendorData != nil}, {"network-config", c.NetworkConfig, len(nc) > 0},
+	} {
+		if !part.served {
+			continue
+		}
+		sig, err := optional(part.name+" signature", part.path+".sig")
+		if err != nil {
+			return nil, err
+		}
+		if sig != nil {
+			if s.Signatures == nil {
+				s.Signatures = map[string][]byte{}
+			}
+			s.Signatures[part.name] = sig
+		}
 	}
 	if len(nc) > 0 {
 		s.NetworkConfig = nc
