@@ -37,7 +37,8 @@ func (p *PID1) enforceStrict() {
 	}
 	defer root.Close()
 	if reason := p.strictRefusal(root); reason != "" {
-		p.refuseHandoff(root, reason)
+		// A refusal kept from before stays as it was written.
+		p.refuseHandoff(root, reason, p.stagesErr != nil)
 	}
 }
 
@@ -75,13 +76,15 @@ func currentInstance(root *target.Root) string {
 	return strings.TrimSpace(string(b))
 }
 
-// refuseHandoff records why the handoff is refused (status.json, the
-// refusal file), makes it durable and takes the rescue path; it does not
-// return.
-func (p *PID1) refuseHandoff(root *target.Root, reason string) {
+// refuseHandoff records why the handoff is refused (status.json, and
+// the refusal file when keep), makes it durable and takes the rescue
+// path; it does not return.
+func (p *PID1) refuseHandoff(root *target.Root, reason string, keep bool) {
 	p.Log.Error("seedinit.strict: not handing off to the real init", "reason", reason)
-	if err := root.WriteFile(strictRefusedPath, []byte(currentInstance(root)+"\n"+reason+"\n"), 0o600, target.KeepOwner); err != nil {
-		p.Log.Warn("keep the refusal", "error", err.Error())
+	if keep {
+		if err := root.WriteFile(strictRefusedPath, []byte(currentInstance(root)+"\n"+reason+"\n"), 0o600, target.KeepOwner); err != nil {
+			p.Log.Warn("keep the refusal", "error", err.Error())
+		}
 	}
 	if err := stages.NoteHandoffRefused(root, "seedinit.strict: the handoff to the real init was refused: "+reason); err != nil {
 		p.Log.Warn("note the refusal in status.json", "error", err.Error())

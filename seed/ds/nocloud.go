@@ -93,14 +93,17 @@ type noCloudData struct {
 	vendorData    []byte
 	networkConfig []byte
 	found         []string
-	// metaRaw is the first meta-data read (whose keys win the merge),
-	// sigs the signatures served beside the parts that are kept.
-	metaRaw []byte
-	sigs    map[string][]byte
+	// metaRaw is the first meta-data document read, sigs the signatures
+	// served beside the parts that are kept. metaSources counts the
+	// sources that gave meta-data keys (seedfrom aside): merged from more
+	// than one, the meta-data is no document a signature covers.
+	metaRaw     []byte
+	sigs        map[string][]byte
+	metaSources int
 }
 
-// setSig keeps the signature of a part read from t ("" when it has none),
-// replacing the signature of the part it replaced.
+// setSig keeps the signature of a part read from t (none when it has
+// none), replacing the signature of the part it replaced.
 func (d *noCloudData) setSig(t fileTree, part string) error {
 	sig, err := t.ReadFile(part + ".sig")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -120,7 +123,15 @@ func (d *noCloudData) setSig(t fileTree, part string) error {
 	return nil
 }
 
-func (d *noCloudData) addMeta(md map[string]any) { mergeKeep(d.meta, md) }
+func (d *noCloudData) addMeta(md map[string]any) {
+	for k := range md {
+		if k != "seedfrom" {
+			d.metaSources++
+			break
+		}
+	}
+	mergeKeep(d.meta, md)
+}
 
 // mergeKeep adds src's keys that dst lacks, recursing into mappings:
 // cloud-init's mergemanydict, where the first source wins.
@@ -416,8 +427,10 @@ func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
 		Metadata:   md,
 		UserData:   d.userData,
 		VendorData: d.vendorData,
-		MetaRaw:    d.metaRaw,
 		Signatures: d.sigs,
+	}
+	if d.metaSources <= 1 {
+		s.MetaRaw = d.metaRaw
 	}
 	if cn := scalar(md["cloud-name"]); cn != "" {
 		s.CloudName = strings.ToLower(cn)

@@ -135,3 +135,22 @@ func TestVendorHTTPSignaturesAreKept(t *testing.T) {
 		}
 	}
 }
+
+// Meta-data merged from more than one source (the command line's
+// ds=nocloud;h=... beside a seed directory's document) is no document a
+// signature covers: the seed carries none, and a check under require
+// keeps the identity only.
+func TestMergedMetaDataIsNotSignable(t *testing.T) {
+	env := newTestEnv(t, nil, nil, "ds=nocloud;h=from-cmdline")
+	writeTarget(t, env, map[string]string{
+		"/var/lib/cloud/seed/nocloud/meta-data": "instance-id: i-m\n", "/var/lib/cloud/seed/nocloud/user-data": "#cloud-config\n",
+		"/var/lib/cloud/seed/nocloud/meta-data.sig": "SIG",
+	})
+	s, err := noCloud{}.Fetch(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MetaRaw != nil || s.LocalHostname != "from-cmdline" {
+		t.Errorf("MetaRaw %q, hostname %q", s.MetaRaw, s.LocalHostname)
+	}
+}

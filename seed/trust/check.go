@@ -71,7 +71,7 @@ func Check(s *seed.Seed, keys Keys, policy Policy) []Finding {
 		sig := s.Signatures[name]
 		switch {
 		case content == nil:
-			f.Detail = "the source serves no meta-data document to sign"
+			f.Detail = "no one meta-data document to check (a metadata service's tree, or meta-data merged from several sources)"
 		case sig == nil:
 			f.Detail = "unsigned"
 		default:
