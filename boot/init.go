@@ -311,6 +311,10 @@ func (p *PID1) targetDir() string {
 // filesystems' in the background. It returns at once.
 func (p *PID1) startModules() error {
 	extra := append([]string{}, p.Opts.Modules...)
+	// The SMBIOS OEM strings are read from dmi_sysfs's entries: a driver
+	// that no device asks for (built into Debian's kernels, a module in
+	// some others).
+	extra = append(extra, "dmi_sysfs")
 	if p.Opts.RootFS != "" {
 		extra = append(extra, "fs-"+p.Opts.RootFS)
 	}

@@ -21,16 +21,16 @@ import (
 // DefaultModules are loaded for the usual virtual and physical hardware of
 // x86-64 machines: virtio, common NICs and disk controllers, CD-ROMs, the
 // filesystems of roots and seed disks, an entropy source for early
-// randomness, and QEMU's fw_cfg device (a seed may be there). It is also
-// the set for a kernel whose architecture cannot be told from its
-// modules.
+// randomness, and QEMU's fw_cfg device and the SMBIOS tables' entries
+// (a seed may be in either). It is also the set for a kernel whose
+// architecture cannot be told from its modules.
 var DefaultModules = []string{
 	"virtio_pci", "virtio_net", "virtio_blk", "virtio_scsi", "virtio_rng", "virtio_console",
 	"e1000", "e1000e", "igb", "ixgbe", "vmxnet3", "ena", "hv_netvsc", "hv_storvsc",
 	"nvme", "ahci", "ata_piix", "sd_mod", "sr_mod", "isofs", "vfat",
 	"nls_cp437", "nls_iso8859_1", "nls_ascii", "ext4", "xfs", "btrfs",
 	"crc32c_generic", "crc32c_intel", "af_packet", "bonding", "8021q", "bridge",
-	"qemu_fw_cfg",
+	"qemu_fw_cfg", "dmi_sysfs",
 }
 
 // DefaultModulesARM64 is the set for arm64 kernels. Intel's NICs, AHCI,
@@ -45,7 +45,7 @@ var DefaultModulesARM64 = []string{
 	"nvme", "sd_mod", "sr_mod", "isofs", "vfat",
 	"nls_cp437", "nls_iso8859_1", "nls_ascii", "ext4", "xfs", "btrfs",
 	"crc32c_generic", "af_packet", "bonding", "8021q", "bridge",
-	"qemu_fw_cfg",
+	"qemu_fw_cfg", "dmi_sysfs",
 }
 
 // DefaultModulesFor is the default set for a kernel of arch (GOARCH's
