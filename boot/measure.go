@@ -10,16 +10,15 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/measure"
-	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // The seed parts PID 1 applies are measured into the TPM's PCR 12 when
 // the machine has a TPM 2.0 (seed/measure says how), and the events are
-// kept in the target at MeasureLogPath for a verifier to replay.
-var (
-	tpmDevices     = []string{"/dev/tpmrm0", "/dev/tpm0"}
-	MeasureLogPath = "/var/lib/seedinit/tpm-seed-events.jsonl"
-)
+// kept in the target at measureLogPath for a verifier to replay.
+const measureLogPath = "/var/lib/seedinit/tpm-seed-events.jsonl"
+
+// tpmDevices are tried in order: the kernel's resource manager first.
+var tpmDevices = []string{"/dev/tpmrm0", "/dev/tpm0"}
 
 // measureSeed extends each part of sd (as applied: after the signature
 // check) into the TPM before anything of it is used. No TPM: nothing to
@@ -43,8 +42,8 @@ func (p *PID1) measureSeed(root *target.Root, sd *seed.Seed) error {
 	}
 	defer tpm.Close()
 	var events []measure.Event
-	for _, part := range trust.Parts {
-		content := trust.PartContent(sd, part)
+	for _, part := range seed.PartNames {
+		content := sd.PartContent(part)
 		if content == nil {
 			continue
 		}
@@ -55,12 +54,12 @@ func (p *PID1) measureSeed(root *target.Root, sd *seed.Seed) error {
 		events = append(events, ev)
 		p.Log.Info("seed part measured", "part", part, "pcr", measure.PCR, "digest", ev.Digest)
 	}
-	if err := root.MkdirAll(filepath.Dir(MeasureLogPath), 0o755, target.KeepOwner); err != nil {
+	if err := root.MkdirAll(filepath.Dir(measureLogPath), 0o755, target.KeepOwner); err != nil {
 		return fmt.Errorf("keep the measurements: %w", err)
 	}
 	// This boot's: the PCRs start afresh at each boot, and each boot
 	// measures the seed it applies.
-	if err := root.WriteFile(MeasureLogPath, measure.MarshalLog(events), 0o644, target.KeepOwner); err != nil {
+	if err := root.WriteFile(measureLogPath, measure.MarshalLog(events), 0o644, target.KeepOwner); err != nil {
 		return fmt.Errorf("keep the measurements: %w", err)
 	}
 	return nil

@@ -67,18 +67,17 @@ func (p *PID1) checkSeedTrust(sd *seed.Seed) (errs, warns []string) {
 			warns = append(warns, "seed signatures: "+err.Error())
 		}
 	}
-	for _, f := range trust.Check(sd, keys, policy) {
-		line := "seed signature (" + policy.String() + "): " + f.String()
+	findings := trust.Check(sd, keys, policy)
+	for _, f := range findings {
 		switch {
 		case f.Trusted:
 			p.Log.Info("seed part trusted", "part", f.Part, "detail", f.Detail)
 		case f.Dropped:
 			p.Log.Error("seed part not applied", "part", f.Part, "policy", policy.String(), "why", f.Detail)
-			errs = append(errs, line)
 		default:
 			p.Log.Warn("seed part applied unverified", "part", f.Part, "policy", policy.String(), "why", f.Detail)
-			warns = append(warns, line)
 		}
 	}
-	return errs, warns
+	fErrs, fWarns := trust.Report(findings, policy)
+	return append(errs, fErrs...), append(warns, fWarns...)
 }

@@ -28,11 +28,11 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 	// The meta-data document as it is and the signatures beside the parts
 	// (PART.sig), for seed/trust.
 	s.MetaRaw, _ = ReadSeedFile(filepath.Join(dir, "meta-data"), maxSeedFile)
-	for _, part := range []string{"meta-data", "user-data", "vendor-data", "network-config"} {
+	for _, part := range PartNames {
 		if _, err := os.Lstat(filepath.Join(dir, part)); err != nil {
 			continue
 		}
-		sig, err := ReadSeedFile(filepath.Join(dir, part+".sig"), maxSeedFile)
+		sig, err := ReadSeedFile(filepath.Join(dir, SignatureFile(part)), maxSeedFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -46,9 +46,32 @@ type Seed struct {
 	// document (NoCloud's meta-data file), for its signature.
 	MetaRaw []byte
 	// Signatures are the signatures the source served beside the parts,
-	// by part: "meta-data", "user-data", "vendor-data", "network-config"
-	// (seed/trust checks them).
+	// by part name (PartNames; seed/trust checks them).
 	Signatures map[string][]byte
+}
+
+// PartNames are a seed's parts as a NoCloud seed names its files, the
+// ones signed and measured, in the order they are checked and measured.
+var PartNames = []string{"meta-data", "user-data", "vendor-data", "network-config"}
+
+// SignatureFile names the signature served beside the file name: the
+// same name with .sig after it.
+func SignatureFile(name string) string { return name + ".sig" }
+
+// PartContent is the content of the part name as it will be applied (the
+// meta-data document as served), nil when s has none.
+func (s *Seed) PartContent(name string) []byte {
+	switch name {
+	case "meta-data":
+		return s.MetaRaw
+	case "user-data":
+		return s.UserData
+	case "vendor-data":
+		return s.VendorData
+	case "network-config":
+		return s.NetworkConfig
+	}
+	return nil
 }
 
 // KeptFile is a file a datasource leaves in the target.

@@ -68,16 +68,7 @@ func (c *seedCheck) run(sd *seed.Seed) (errs, warns []string) {
 	if c == nil {
 		return nil, nil
 	}
-	for _, f := range trust.Check(sd, c.keys, c.policy) {
-		line := "seed signature (" + c.policy.String() + "): " + f.String()
-		switch {
-		case f.Dropped:
-			errs = append(errs, line)
-		case !f.Trusted:
-			warns = append(warns, line)
-		}
-	}
-	return errs, warns
+	return trust.Report(trust.Check(sd, c.keys, c.policy), c.policy)
 }
 
 // output holds the flags apply and run share.

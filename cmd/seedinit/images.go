@@ -15,6 +15,7 @@ import (
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -68,8 +69,7 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "initramfs build: %v", err)
 	}
-	defer trustFiles.cleanup()
-	o.Extra = append(o.Extra, trustFiles.extras...)
+	o.Extra = append(o.Extra, trustFiles...)
 	var buf bytes.Buffer
 	rep, err := initramfs.Build(&buf, o)
 	if err != nil {
@@ -168,7 +168,7 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 	}
 	dir := rest[0]
 	signed := 0
-	for _, part := range trust.Parts {
+	for _, part := range seed.PartNames {
 		p := filepath.Join(dir, part)
 		data, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
@@ -181,14 +181,14 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "seed sign: %s: %v", p, err)
 		}
-		if err := writeFileAtomic(p+".sig", sig, 0o644); err != nil {
+		if err := writeFileAtomic(seed.SignatureFile(p), sig, 0o644); err != nil {
 			return fail(stderr, "seed sign: %v", err)
 		}
-		fmt.Fprintf(stdout, "%s.sig\n", p)
+		fmt.Fprintln(stdout, seed.SignatureFile(p))
 		signed++
 	}
 	if signed == 0 {
-		return fail(stderr, "seed sign: %s has none of %s", dir, strings.Join(trust.Parts, ", "))
+		return fail(stderr, "seed sign: %s has none of %s", dir, strings.Join(seed.PartNames, ", "))
 	}
 	return exitOK
 }
@@ -210,76 +210,36 @@ func readSigningKey(path string) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
-// bakedTrust are the seed-signature files made for an initramfs, in a
-// temporary directory removed after the build.
-type bakedTrust struct {
-	dir    string
-	extras []initramfs.Extra
-}
-
-func (b bakedTrust) cleanup() {
-	if b.dir != "" {
-		os.RemoveAll(b.dir)
-	}
-}
-
 // trustExtras checks the trusted keys (every line an Ed25519 key) and the
-// policy, and writes them for the initramfs's /etc/seedinit.
-func trustExtras(keyFiles []string, policy string) (bakedTrust, error) {
-	var b bakedTrust
-	if len(keyFiles) == 0 && policy == "" {
-		return b, nil
-	}
-	var keys bytes.Buffer
-	n := 0
-	for _, f := range keyFiles {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return b, fmt.Errorf("--trust-key: %w", err)
+// policy, and makes them the initramfs's files.
+func trustExtras(keyFiles []string, policy string) ([]initramfs.Extra, error) {
+	var out []initramfs.Extra
+	if len(keyFiles) > 0 {
+		var keys bytes.Buffer
+		for _, f := range keyFiles {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("--trust-key: %w", err)
+			}
+			parsed, err := trust.ParseKeys(data, f)
+			if err != nil {
+				return nil, fmt.Errorf("--trust-key: %w", err)
+			}
+			for _, k := range parsed {
+				keys.Write(sshkey.MarshalAuthorizedKey(k, "from "+filepath.Base(f)))
+			}
 		}
-		parsed, err := trust.ParseKeys(data, f)
-		if err != nil {
-			return b, fmt.Errorf("--trust-key: %w", err)
+		if keys.Len() == 0 {
+			return nil, fmt.Errorf("--trust-key: no key in %s", strings.Join(keyFiles, ", "))
 		}
-		for _, k := range parsed {
-			keys.Write(sshkey.MarshalAuthorizedKey(k, "from "+filepath.Base(f)))
-		}
-		n += len(parsed)
-	}
-	if len(keyFiles) > 0 && n == 0 {
-		return b, fmt.Errorf("--trust-key: no key in %s", strings.Join(keyFiles, ", "))
+		out = append(out, initramfs.Extra{Dst: boot.TrustedKeysPath, Data: keys.Bytes()})
 	}
 	if policy != "" {
 		p, err := trust.ParsePolicy(policy)
 		if err != nil {
-			return b, fmt.Errorf("--trust-policy: %w", err)
+			return nil, fmt.Errorf("--trust-policy: %w", err)
 		}
-		policy = p.String()
+		out = append(out, initramfs.Extra{Dst: boot.TrustPolicyPath, Data: []byte(p.String() + "\n")})
 	}
-	dir, err := os.MkdirTemp("", "seedinit-trust-")
-	if err != nil {
-		return b, err
-	}
-	b.dir = dir
-	add := func(name, dst string, data []byte) error {
-		src := filepath.Join(dir, name)
-		if err := os.WriteFile(src, data, 0o644); err != nil {
-			return err
-		}
-		b.extras = append(b.extras, initramfs.Extra{Src: src, Dst: dst})
-		return nil
-	}
-	if n > 0 {
-		if err := add("keys", boot.TrustedKeysPath, keys.Bytes()); err != nil {
-			b.cleanup()
-			return bakedTrust{}, err
-		}
-	}
-	if policy != "" {
-		if err := add("policy", boot.TrustPolicyPath, []byte(policy+"\n")); err != nil {
-			b.cleanup()
-			return bakedTrust{}, err
-		}
-	}
-	return b, nil
+	return out, nil
 }

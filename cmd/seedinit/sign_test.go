@@ -83,15 +83,13 @@ func TestSeedSign(t *testing.T) {
 func TestTrustExtras(t *testing.T) {
 	dir := t.TempDir()
 	_, pubFile := writeSigningKey(t, dir)
-	b, err := trustExtras([]string{pubFile}, "REQUIRE")
+	extras, err := trustExtras([]string{pubFile}, "REQUIRE")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.cleanup()
 	got := map[string]string{}
-	for _, e := range b.extras {
-		data, _ := os.ReadFile(e.Src)
-		got[e.Dst] = string(data)
+	for _, e := range extras {
+		got[e.Dst] = string(e.Data)
 	}
 	if !strings.HasPrefix(got["/etc/seedinit/trusted-seed-keys"], "ssh-ed25519 ") || got["/etc/seedinit/trust-policy"] != "require\n" {
 		t.Errorf("baked files: %q", got)

@@ -73,8 +73,12 @@ type Options struct {
 	Uncompressed bool
 }
 
-// Extra is an extra file copied in.
-type Extra struct{ Src, Dst string }
+// Extra is an extra file: the host's file Src copied in, or Data, made
+// by the caller (mode 0644), when Src is "".
+type Extra struct {
+	Src, Dst string
+	Data     []byte
+}
 
 // ParseExtra reads SRC:DST.
 func ParseExtra(s string) (Extra, error) {
@@ -144,6 +148,10 @@ func Build(w io.Writer, o Options) (*Report, error) {
 		recs = append(recs, mrecs...)
 	}
 	for _, e := range o.Extra {
+		if e.Src == "" {
+			recs = append(recs, fileRecord(strings.TrimPrefix(e.Dst, "/"), 0o644, e.Data))
+			continue
+		}
 		b, err := os.ReadFile(e.Src)
 		if err != nil {
 			return nil, fmt.Errorf("build initramfs: --add %s:%s: %w", e.Src, e.Dst, err)

@@ -172,6 +172,7 @@ func fakeOptions(t *testing.T) Options {
 		Extra: []Extra{
 			{Src: extraScript, Dst: "/usr/lib/seedinit/hooks/hook"},
 			{Src: extraConf, Dst: "/etc/seedinit.yaml"},
+			{Dst: "/etc/seedinit/trust-policy", Data: []byte("require\n")},
 		},
 	}
 }
@@ -335,6 +336,7 @@ func TestBuildFakeKernel(t *testing.T) {
 		}{
 			{"usr/lib/seedinit/hooks/hook", "#!/bin/sh\necho hook\n", 0o750},
 			{"etc/seedinit.yaml", "key: value\n", 0o600},
+			{"etc/seedinit/trust-policy", "require\n", 0o644},
 		} {
 			r, ok := recs[tc.name]
 			if !ok {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -154,7 +155,7 @@ func Layout(o Options) (map[string][]byte, error) {
 	switch o.Kind {
 	case NoCloud:
 		files, err = noCloudLayout(o)
-		signed = []string{"meta-data", "user-data", "vendor-data", "network-config"}
+		signed = seed.PartNames
 	case ConfigDrive:
 		files, err = configDriveLayout(o)
 		signed = []string{"meta_data.json", "user_data", "network_data.json"}
@@ -175,7 +176,7 @@ func Layout(o Options) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sign %s: %w", name, err)
 		}
-		files[name+".sig"] = sig
+		files[seed.SignatureFile(name)] = sig
 	}
 	return files, nil
 }

@@ -24,7 +24,6 @@ import (
 // labels) or after earlyLabelsMax.
 type EarlyLabels struct {
 	sysBlock, dev string
-	interval      time.Duration
 
 	mu   sync.Mutex
 	seen map[string]earlyLabel
@@ -59,8 +58,8 @@ func readDeviceID(sysBlock, name string) (deviceID, bool) {
 // rescue shell, a boot that hands off without provisioning).
 const earlyLabelsMax = 2 * time.Minute
 
-// earlyLabelsInterval is the time between two looks at sysfs: a
-// directory read of a few entries, nothing when no device is new.
+// earlyLabelsInterval is the time between two looks at sysfs: one
+// directory read when no device is new.
 const earlyLabelsInterval = 20 * time.Millisecond
 
 // unsureRetry is the time before a device whose answer was not sure is
@@ -78,7 +77,7 @@ func StartEarlyLabels(sysBlock, dev string) *EarlyLabels {
 		dev = "/dev"
 	}
 	e := &EarlyLabels{
-		sysBlock: sysBlock, dev: dev, interval: earlyLabelsInterval,
+		sysBlock: sysBlock, dev: dev,
 		seen: map[string]earlyLabel{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -97,14 +96,16 @@ func (e *EarlyLabels) run() {
 			return
 		case <-limit.C:
 			return
-		case <-time.After(e.interval):
+		case <-time.After(earlyLabelsInterval):
 		}
 	}
 }
 
-// pass reads the label of each device that is new, or changed since it
-// was read, or whose last answer was not sure (a node not made yet, a
-// drive not ready) a moment ago.
+// pass reads the label of each device that is new, or whose last answer
+// was not sure (a node not made yet, a drive not ready) a moment ago. A
+// device read surely is not looked at again: what changed since (another
+// device under its name, a disc the kernel has seen) the search finds by
+// its number and size.
 func (e *EarlyLabels) pass() {
 	entries, err := os.ReadDir(e.sysBlock)
 	if err != nil {
@@ -120,14 +121,14 @@ func (e *EarlyLabels) pass() {
 		if skipDevice(name) {
 			continue
 		}
-		id, ok := readDeviceID(e.sysBlock, name)
-		if !ok {
-			continue
-		}
 		e.mu.Lock()
 		prev, known := e.seen[name]
 		e.mu.Unlock()
-		if known && prev.id == id && (prev.probe.sure || time.Since(prev.at) < unsureRetry) {
+		if known && (prev.probe.sure || time.Since(prev.at) < unsureRetry) {
+			continue
+		}
+		id, ok := readDeviceID(e.sysBlock, name)
+		if !ok {
 			continue
 		}
 		probe := probeLabel(filepath.Join(e.dev, name))

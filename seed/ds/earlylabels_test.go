@@ -26,8 +26,10 @@ func (b *fakeBlock) add(name, devno, size string, content []byte) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Fatal(err)
 	}
-	for file, v := range map[string]string{"dev": devno + "\n", "size": size + "\n"} {
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
+	// size before dev: the kernel shows both at once, and a device is
+	// taken for there once its number is.
+	for _, f := range [][2]string{{"size", size}, {"dev", devno}} {
+		if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]+"\n"), 0o644); err != nil {
 			b.t.Fatal(err)
 		}
 	}

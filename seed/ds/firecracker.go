@@ -127,7 +127,7 @@ func readMMDS(ctx context.Context, client *metadataClient, session *imdsSession,
 	}
 	if _, ok := doc["meta-data"]; ok {
 		tree := mapTree{}
-		for _, name := range []string{"meta-data", "user-data", "vendor-data", "network-config"} {
+		for _, name := range seed.PartNames {
 			v, ok := doc[name]
 			if !ok {
 				continue
@@ -139,8 +139,8 @@ func readMMDS(ctx context.Context, client *metadataClient, session *imdsSession,
 			tree[name] = b
 			// A signature is over the part as served: a string part
 			// only (an object's JSON is not the host's bytes).
-			if sig, ok := doc[name+".sig"].(string); ok {
-				tree[name+".sig"] = []byte(sig)
+			if sig, ok := doc[seed.SignatureFile(name)].(string); ok {
+				tree[seed.SignatureFile(name)] = []byte(sig)
 			}
 		}
 		d := &noCloudData{meta: map[string]any{}}

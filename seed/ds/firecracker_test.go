@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -217,13 +216,7 @@ func TestFirecrackerMMDSInNamespace(t *testing.T) {
 		}
 	}
 	m := newFakeMMDS(t, mmdsNoCloudDoc)
-	l, err := net.Listen("tcp", "169.254.169.254:80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: m}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	serveOn(t, "169.254.169.254:80", m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := firecrackerMMDS{}.Fetch(ctx, testEnv("", nil, nil))

@@ -13,7 +13,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
@@ -131,8 +132,10 @@ func (d *SysDevices) scan() ([]BlockDevice, error) {
 			continue
 		}
 		probe, early := labelProbe{}, false
-		if id, ok := readDeviceID(sysBlock, name); ok {
-			probe, early = d.Early.lookup(name, id)
+		if d.Early != nil {
+			if id, ok := readDeviceID(sysBlock, name); ok {
+				probe, early = d.Early.lookup(name, id)
+			}
 		}
 		if !early {
 			probe = probeLabel(filepath.Join(dev, name))
@@ -162,11 +165,10 @@ type labelProbe struct {
 	sure bool
 }
 
-// CD-ROM drive status (linux/cdrom.h); a drive that answers
-// CDS_NO_INFO or CDS_DISC_OK is read.
+// CD-ROM drive status (linux/cdrom.h): CDROM_DRIVE_STATUS and its
+// answers; a drive that answers CDS_NO_INFO or CDS_DISC_OK is read.
 const (
 	cdromDriveStatus = 0x5326
-	cdslCurrent      = 0x7fffffff
 	cdsNoDisc        = 1
 	cdsTrayOpen      = 2
 	cdsDriveNotReady = 3
@@ -178,12 +180,14 @@ const (
 // open tries to close an open tray and fails the same way for an empty
 // drive and one still spinning up.
 func probeLabel(p string) labelProbe {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return labelProbe{}
 	}
 	defer f.Close()
-	if status, err := cdromStatus(f); err == nil {
+	// Any other device or file refuses the request (ENOTTY). Its argument
+	// 0, CDSL_NONE, asks for the drive's current slot as CDSL_CURRENT does.
+	if status, err := unix.IoctlRetInt(int(f.Fd()), cdromDriveStatus); err == nil {
 		switch status {
 		case cdsNoDisc, cdsTrayOpen:
 			return labelProbe{sure: true}
@@ -201,26 +205,6 @@ func probeLabel(p string) labelProbe {
 		return labelProbe{sure: true}
 	}
 	return labelProbe{bd: BlockDevice{Path: p, FSType: typ, Label: label}, found: true, sure: true}
-}
-
-// cdromStatus is a CD-ROM drive's status (cdsNoDisc...); any other device
-// or file fails (ENOTTY).
-func cdromStatus(f *os.File) (int, error) {
-	conn, err := f.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var status uintptr
-	var errno syscall.Errno
-	if err := conn.Control(func(fd uintptr) {
-		status, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, cdromDriveStatus, cdslCurrent)
-	}); err != nil {
-		return 0, err
-	}
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(status), nil
 }
 
 // Open opens a device node read-only.

@@ -36,6 +36,19 @@ func addV6(t *testing.T, name, cidr string) {
 	}
 }
 
+// serveOn serves handler on addr (an address of the test's namespace)
+// until the test ends.
+func serveOn(t *testing.T, addr string, handler http.Handler) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
 // On a link with IPv6 only, in a namespace of its own, EC2's default
 // metadata addresses are both asked: 169.254.169.254 cannot be reached,
 // fd00:ec2::254 answers, and the seed comes from it.
@@ -51,13 +64,7 @@ func TestEC2OverIPv6OnlyLink(t *testing.T) {
 	}
 	imds := newFakeIMDS(t, "ec2/imds.json")
 	imds.requireToken = true
-	l, err := net.Listen("tcp", "[fd00:ec2::254]:80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: imds}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	serveOn(t, "[fd00:ec2::254]:80", imds)
 
 	env := testEnv("", nil, nil)
 	env.Config.Fetch.Timeout = 5 * time.Second
@@ -88,13 +95,7 @@ func TestOpenStackOverIPv6OnlyLink(t *testing.T) {
 	addV6(t, "eth0", "fe80::10/64")
 	addV6(t, "meta", "fe80::a9fe:a9fe/64")
 	good := openStackServer(t, "2018-08-27", "latest")
-	l, err := net.Listen("tcp", "[fe80::a9fe:a9fe%meta]:80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: good.Config.Handler}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	serveOn(t, "[fe80::a9fe:a9fe%meta]:80", good.Config.Handler)
 
 	env := newTestEnv(t, nil, MapDMI{"product_name": "OpenStack Nova"}, "")
 	env.Interface = "eth0"
@@ -123,13 +124,7 @@ func TestScalewayOverIPv6OnlyLink(t *testing.T) {
 		"/conf?format=json":     {file: "scaleway/conf.json"},
 		"/user_data/cloud-init": {file: "scaleway/user_data"},
 	})
-	l, err := net.Listen("tcp", "[fd00:42::42]:80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: good.Config.Handler}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	serveOn(t, "[fd00:42::42]:80", good.Config.Handler)
 
 	env := testEnv("", nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

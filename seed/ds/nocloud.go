@@ -105,7 +105,7 @@ type noCloudData struct {
 // setSig keeps the signature of a part read from t (none when it has
 // none), replacing the signature of the part it replaced.
 func (d *noCloudData) setSig(t fileTree, part string) error {
-	sig, err := t.ReadFile(part + ".sig")
+	sig, err := t.ReadFile(seed.SignatureFile(part))
 	if errors.Is(err, fs.ErrNotExist) {
 		sig, err = nil, nil
 	}
@@ -294,25 +294,37 @@ func (d *noCloudData) readTree(t fileTree, where string) (bool, error) {
 	}
 	d.addMeta(meta)
 	d.userData = ud
-	sigParts := []string{"user-data"}
-	if d.metaRaw == nil {
-		d.metaRaw = md
-		sigParts = append(sigParts, "meta-data")
-	}
 	if optional[0] != nil {
 		d.vendorData = optional[0]
-		sigParts = append(sigParts, "vendor-data")
 	}
 	if len(optional[1]) > 0 {
 		d.networkConfig = optional[1]
-		sigParts = append(sigParts, "network-config")
 	}
-	for _, part := range sigParts {
+	err = d.keepSignatures(t, md, optional[0] != nil, len(optional[1]) > 0, func(file string) string { return where + "/" + file })
+	return err == nil, err
+}
+
+// keepSignatures notes the parts a source just gave (user-data, the
+// meta-data document md, vendor-data and network-config when it had them)
+// and reads their signatures from t; where names a file for errors.
+func (d *noCloudData) keepSignatures(t fileTree, md []byte, vendor, network bool, where func(file string) string) error {
+	parts := []string{"user-data"}
+	if d.metaRaw == nil {
+		d.metaRaw = md
+		parts = append(parts, "meta-data")
+	}
+	if vendor {
+		parts = append(parts, "vendor-data")
+	}
+	if network {
+		parts = append(parts, "network-config")
+	}
+	for _, part := range parts {
 		if err := d.setSig(t, part); err != nil {
-			return false, fmt.Errorf("read %s/%s.sig: %w", where, part, err)
+			return fmt.Errorf("read %s: %w", where(seed.SignatureFile(part)), err)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // readSeedFrom reads meta-data and user-data (required) and vendor-data
@@ -363,22 +375,17 @@ func (d *noCloudData) readSeedFrom(ctx context.Context, env *Env, base string) e
 	d.addMeta(meta)
 	d.userData = ud
 	d.vendorData = nil
-	sigParts := []string{"user-data"}
-	if d.metaRaw == nil {
-		d.metaRaw = md
-		sigParts = append(sigParts, "meta-data")
-	}
 	if vd, err := read("vendor-data"); err == nil {
 		d.vendorData = vd
-		sigParts = append(sigParts, "vendor-data")
 	} else if !IsNotFound(err) && !errors.Is(err, fs.ErrNotExist) {
 		env.Logger().Warn("NoCloud vendor-data unreadable", "error", err.Error())
 	}
 	// cloud-init 22.4 does not fetch network-config from seedfrom; newer
 	// releases do, and it costs one request.
+	network := false
 	if nc, err := read("network-config"); err == nil && len(nc) > 0 {
 		d.networkConfig = nc
-		sigParts = append(sigParts, "network-config")
+		network = true
 	}
 	// Signatures beside the parts (URL + ".sig"); none is no signature.
 	sigs := readerTree(func(name string) ([]byte, error) {
@@ -388,12 +395,7 @@ func (d *noCloudData) readSeedFrom(ctx context.Context, env *Env, base string) e
 		}
 		return b, err
 	})
-	for _, part := range sigParts {
-		if err := d.setSig(sigs, part); err != nil {
-			return fmt.Errorf("read %s: %w", Redact(nameURL(part+".sig")), err)
-		}
-	}
-	return nil
+	return d.keepSignatures(sigs, md, d.vendorData != nil, network, func(file string) string { return Redact(nameURL(file)) })
 }
 
 // readerTree is a fileTree of a read function (a seedfrom base).

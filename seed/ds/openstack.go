@@ -165,7 +165,7 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 		signed["network-config"] = "network_data.json"
 	}
 	for part, file := range signed {
-		sig, err := optional(file + ".sig")
+		sig, err := optional(seed.SignatureFile(file))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -79,8 +79,8 @@ func (t fwCfgTree) ReadFile(name string) ([]byte, error) {
 
 func (t fwCfgTree) ReadDir(string) ([]string, error) {
 	var out []string
-	for _, n := range []string{"meta-data", "user-data", "vendor-data", "network-config"} {
-		if _, err := os.Stat(filepath.Join(t.byName, t.entry(n), "raw")); err == nil {
+	for _, n := range seed.PartNames {
+		if t.has(n) {
 			out = append(out, n)
 		}
 	}
@@ -113,7 +113,7 @@ func (q qemuFwCfg) seedLayout(env *Env) (fwCfgTree, bool) {
 
 func (q qemuFwCfg) Probe(ctx context.Context, env *Env) (Evidence, error) {
 	if _, err := os.Stat(env.fwCfgByName()); err != nil {
-		return Evidence{Verdict: NotFound, Reason: "no QEMU fw_cfg device (" + fwCfgByName + " is missing)"}, nil
+		return Evidence{Verdict: NotFound, Reason: "no QEMU fw_cfg device (" + env.fwCfgByName() + " is missing)"}, nil
 	}
 	if t, ok := q.seedLayout(env); ok {
 		return Evidence{Verdict: Found, Reason: fmt.Sprintf("fw_cfg entries %s and %s", t.entry("meta-data"), t.entry("user-data"))}, nil

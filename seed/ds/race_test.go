@@ -3,46 +3,11 @@ package ds
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// swallower accepts connections and never answers: an address whose
-// packets go nowhere, as an unrouted 169.254.169.254 on an IPv6-only
-// instance behind a firewall that drops them.
-func swallower(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + l.Addr().String()
-}
 
 func TestFirstAnswer(t *testing.T) {
 	bases := []string{"http://hangs", "http://fails", "http://answers"}
@@ -84,7 +49,9 @@ func TestEC2SecondURLFoundWhileTheFirstHangs(t *testing.T) {
 	imds.requireToken = true
 	good := httptest.NewServer(imds)
 	t.Cleanup(good.Close)
-	hangs := swallower(t)
+	// An address whose packets go nowhere, as an unrouted 169.254.169.254
+	// on an IPv6-only instance behind a firewall that drops them.
+	hangs := blackhole(t)
 	env := testEnv("", map[string]map[string]any{"Ec2": {"metadata_urls": []any{hangs, good.URL}}}, nil)
 	env.Endpoint = ""
 	env.Config.Fetch.Timeout = time.Minute
@@ -102,7 +69,7 @@ func TestEC2SecondURLFoundWhileTheFirstHangs(t *testing.T) {
 func TestOpenStackSecondURLFoundWhileTheFirstHangs(t *testing.T) {
 	good := openStackServer(t, "2018-08-27", "latest")
 	env := newTestEnv(t, nil, MapDMI{"product_name": "OpenStack Nova"}, "")
-	env.Config.Datasource = map[string]map[string]any{"OpenStack": {"metadata_urls": []any{swallower(t), good.URL}}}
+	env.Config.Datasource = map[string]map[string]any{"OpenStack": {"metadata_urls": []any{blackhole(t), good.URL}}}
 	env.Config.Fetch.Timeout = time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -43,15 +42,7 @@ func TestSeedSignaturesAreKept(t *testing.T) {
 		check(t, env, noCloud{}, "user-data")
 	})
 	t.Run("seedfrom URL", func(t *testing.T) {
-		files := map[string]string{"/s/meta-data": md, "/s/user-data": ud, "/s/meta-data.sig": sig("meta-data"), "/s/user-data.sig": sig("user-data")}
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if b, ok := files[r.URL.Path]; ok {
-				w.Write([]byte(b))
-				return
-			}
-			http.NotFound(w, r)
-		}))
-		t.Cleanup(srv.Close)
+		srv := noCloudServer(t, map[string]string{"/s/meta-data": md, "/s/user-data": ud, "/s/meta-data.sig": sig("meta-data"), "/s/user-data.sig": sig("user-data")})
 		check(t, newTestEnv(t, nil, nil, "ds=nocloud-net;s="+srv.URL+"/s/"), noCloud{}, "meta-data", "user-data")
 	})
 	t.Run("SMBIOS credentials", func(t *testing.T) {
@@ -107,14 +98,7 @@ func TestVendorHTTPSignaturesAreKept(t *testing.T) {
 		"/v/meta_data.json": `{"uuid": "v-1"}`, "/v/meta_data.json.sig": "SIG meta",
 		"/v/user_data": "#cloud-config\n", "/v/user_data.sig": "SIG user",
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if b, ok := files[r.URL.Path]; ok {
-			w.Write([]byte(b))
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv := noCloudServer(t, files)
 	for _, keys := range [][]any{nil, {"license"}} {
 		env := newTestEnv(t, nil, nil, "")
 		settings := map[string]any{"base_url": srv.URL + "/v/"}

@@ -230,7 +230,7 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 		if !part.served {
 			continue
 		}
-		sig, err := optional(part.name+" signature", part.path+".sig")
+		sig, err := optional(part.name+" signature", seed.SignatureFile(part.path))
 		if err != nil {
 			return nil, err
 		}

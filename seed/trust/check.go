@@ -7,10 +7,6 @@ import (
 	"github.com/seedinit/seedinit/seed"
 )
 
-// Parts are the seed parts that carry signatures, in the order they are
-// reported.
-var Parts = []string{"meta-data", "user-data", "vendor-data", "network-config"}
-
 // Finding is what the check said of one part the seed has.
 type Finding struct {
 	Part    string
@@ -33,22 +29,6 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s applied unverified: %s", f.Part, f.Detail)
 }
 
-// PartContent is the content of one part of s as it will be applied
-// (the meta-data document as served), nil when s has none.
-func PartContent(s *seed.Seed, name string) []byte {
-	switch name {
-	case "meta-data":
-		return s.MetaRaw
-	case "user-data":
-		return s.UserData
-	case "vendor-data":
-		return s.VendorData
-	case "network-config":
-		return s.NetworkConfig
-	}
-	return nil
-}
-
 // Check verifies each part s has against its signature under policy.
 // With Require, a part not signed by one of keys is taken out of s as a
 // whole, never in part: user-data, vendor-data and network-config are
@@ -62,8 +42,8 @@ func Check(s *seed.Seed, keys Keys, policy Policy) []Finding {
 		return nil
 	}
 	var out []Finding
-	for _, name := range Parts {
-		content := PartContent(s, name)
+	for _, name := range seed.PartNames {
+		content := s.PartContent(name)
 		if content == nil && !(name == "meta-data" && hasMetadata(s)) {
 			continue
 		}
@@ -88,6 +68,22 @@ func Check(s *seed.Seed, keys Keys, policy Policy) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// Report turns findings into what a run reports: parts left out as
+// errors, parts applied unverified as warnings, each as "seed signature
+// (POLICY): ...".
+func Report(findings []Finding, policy Policy) (errs, warns []string) {
+	for _, f := range findings {
+		line := "seed signature (" + policy.String() + "): " + f.String()
+		switch {
+		case f.Dropped:
+			errs = append(errs, line)
+		case !f.Trusted:
+			warns = append(warns, line)
+		}
+	}
+	return errs, warns
 }
 
 func hasMetadata(s *seed.Seed) bool {

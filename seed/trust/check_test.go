@@ -20,7 +20,7 @@ func signedSeed(t *testing.T) (*seed.Seed, Keys) {
 		Signatures: map[string][]byte{},
 	}
 	for _, name := range []string{"meta-data", "user-data", "network-config"} {
-		sig, err := Sign(priv, PartContent(s, name))
+		sig, err := Sign(priv, s.PartContent(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,5 +92,17 @@ func TestCheckMetadataServiceTree(t *testing.T) {
 	}
 	if Check(s, keys, Off) != nil {
 		t.Error("Off checked something")
+	}
+}
+
+func TestReport(t *testing.T) {
+	errs, warns := Report([]Finding{
+		{Part: "meta-data", Trusted: true, Detail: "signed by SHA256:x"},
+		{Part: "user-data", Detail: "unsigned", Dropped: true},
+		{Part: "vendor-data", Detail: "unsigned"},
+	}, Require)
+	if len(errs) != 1 || errs[0] != "seed signature (require): user-data not applied: unsigned" ||
+		len(warns) != 1 || warns[0] != "seed signature (require): vendor-data applied unverified: unsigned" {
+		t.Errorf("errors %q, warnings %q", errs, warns)
 	}
 }
