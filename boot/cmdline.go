@@ -114,6 +114,10 @@ type Options struct {
 	// Trust is seedinit.trust=off|warn|require, the seed signatures'
 	// policy (at least the one baked into the image).
 	Trust string
+	// DHCP is seedinit.dhcp=keep|off: whether the leases PID 1 took are
+	// kept after the handoff; "" decides by the root (kept when it has no
+	// DHCP client of its own).
+	DHCP string
 }
 
 // DefaultBudget is how long the datasource search may take when nothing
@@ -191,8 +195,22 @@ func ParseOptions(c Cmdline) (Options, []error) {
 			errs = append(errs, fmt.Errorf("seedinit.strict=%q: want 1 or 0; taken as 1", v))
 		}
 	}
+	if v, ok := c.Get("seedinit.dhcp"); ok {
+		switch v = strings.ToLower(strings.TrimSpace(v)); v {
+		case DHCPKeep, DHCPOff:
+			o.DHCP = v
+		default:
+			errs = append(errs, fmt.Errorf("seedinit.dhcp=%q: want keep or off; decided by the root", v))
+		}
+	}
 	return o, errs
 }
+
+// seedinit.dhcp= values.
+const (
+	DHCPKeep = "keep"
+	DHCPOff  = "off"
+)
 
 // parseSeconds accepts a Go duration ("1500ms") or plain seconds ("2.5").
 func parseSeconds(v string) (time.Duration, error) {

@@ -50,6 +50,9 @@ func TestParseOptions(t *testing.T) {
 		{line: "seedinit.trust=require", want: Options{ReadOnly: true, Budget: DefaultBudget, Trust: "require"}},
 		// Kept as given and taken as require by the check, with a warning.
 		{line: "seedinit.trust=maybe", want: Options{ReadOnly: true, Budget: DefaultBudget, Trust: "maybe"}, wantErr: 1},
+		{line: "seedinit.dhcp=keep", want: Options{ReadOnly: true, Budget: DefaultBudget, DHCP: DHCPKeep}},
+		{line: "seedinit.dhcp=OFF", want: Options{ReadOnly: true, Budget: DefaultBudget, DHCP: DHCPOff}},
+		{line: "seedinit.dhcp=yes", want: Options{ReadOnly: true, Budget: DefaultBudget}, wantErr: 1},
 		{line: "seedinit.strict", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}},
 		{line: "seedinit.strict=1", want: Options{ReadOnly: true, Budget: DefaultBudget, Strict: true}},
 		{line: "seedinit.strict=0", want: Options{ReadOnly: true, Budget: DefaultBudget}},

@@ -31,7 +31,9 @@ import (
 //     still mounted and it is writable.
 //  2. handNetworkToOS: what PID 1 configured live on the interfaces the
 //     root's own network service brings up is taken back, so that service
-//     finds them fresh (ifupdown fails on an address already there).
+//     finds them fresh (ifupdown fails on an address already there);
+//     then noteLeasesToKeep: on a root without a DHCP client of its own,
+//     the leases still live are written down for the lease keeper (9).
 //  3. noteFinalStageWait: status.json says what the final stage will wait
 //     for (those interfaces, the filesystems of 4), on the real /var, in
 //     case the real init never provides it.
@@ -50,7 +52,8 @@ import (
 //  9. startAfterHandoff: a child that outlives the exec waits for the
 //     real init to set the system up, then, from an initramfs, keeps
 //     seedinit itself in the root (for `status`, `query` and `analyze`
-//     on the running system) and runs the final stage.
+//     on the running system) and runs the final stage; another keeps
+//     the DHCP leases of 2 (see leasekeeper.go).
 //  10. execRealInit: the first init candidate that is not seedinit itself.
 //  11. rescue, when no init could be executed.
 func (p *PID1) handoff() {
@@ -64,6 +67,7 @@ func (p *PID1) handoff() {
 	p.step("stop loading modules", p.stopModules)
 	p.step("keep the boot's state in the target", p.keepStateInTarget)
 	p.step("hand the network to the root's own service", p.handNetworkToOS)
+	p.step("note the DHCP leases to keep", p.noteLeasesToKeep)
 	p.step("note what the final stage waits for", p.noteFinalStageWait)
 	p.step("release the target's mounts", p.releaseTarget)
 	if p.Initramfs {
@@ -78,6 +82,9 @@ func (p *PID1) handoff() {
 	}
 	if p.seedSaved || p.keepsSelfAfterHandoff() {
 		p.step("start the work after the handoff", p.startAfterHandoff)
+	}
+	if p.keepLeases {
+		p.step("start the lease keeper", p.startLeaseKeeper)
 	}
 	if p.Reaper != nil {
 		p.step("stop reaping", func() error { p.Reaper.Stop(); return nil })

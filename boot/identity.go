@@ -132,3 +132,14 @@ func isMountPoint(dir string) bool {
 	// Kernels before 5.8: a different device is still a mount point.
 	return sa.Dev != sb.Dev
 }
+
+// IsSelf reports whether the program at path is this process's own
+// executable, by identity or by content.
+func IsSelf(path string) (bool, error) {
+	self, err := os.Open(selfExe)
+	if err != nil {
+		return false, err
+	}
+	defer self.Close()
+	return isSameProgram(path, self)
+}

@@ -97,6 +97,12 @@ type PID1 struct {
 	// network service, which the final stage waits for.
 	liveNet              *model.Network
 	finalWaitsForNetwork []string
+	// liveLeases and liveLeases6 are the leases the live network config
+	// took; with the ephemeral ones, what the lease keeper may keep.
+	liveLeases  []*dhcp.Lease
+	liveLeases6 []*dhcp.Lease6
+	// keepLeases: a state file for the lease keeper was written.
+	keepLeases bool
 }
 
 // Main is PID 1: it never returns. Whatever fails or panics, it ends in

@@ -176,6 +176,7 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	defer cancel()
 	res, err := live.Apply(ctx, n, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
 	if res != nil {
+		p.liveLeases, p.liveLeases6 = res.Leases, res.Leases6
 		for _, r := range res.Renamed {
 			p.Log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
 		}

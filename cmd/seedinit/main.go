@@ -44,6 +44,7 @@ var commands = map[string]command{
 	"schema":      {"validate cloud-config like cloud-init schema", runSchema},
 	"seed":        {"build NoCloud or config-drive seed images: seed build ...", runSeed},
 	"detect":      {"say which datasource this machine has, and why", runDetect},
+	"dhcp":        {"keep PID 1's DHCP leases after the handoff: dhcp keep --state FILE", runDHCP},
 	"fetch":       {"fetch the instance's seed into a NoCloud directory", runFetch},
 	"make-mime":   {"combine files into MIME multipart user-data like cloud-init devel make-mime", runMakeMIME},
 }

@@ -135,13 +135,18 @@ func AcquireAny(ctx context.Context, ifaces []string, opts Options) (*Lease, err
 	return first, nil
 }
 
-// Release tells the server the lease is no longer wanted, for an
-// ephemeral lease taken only to reach a metadata service.
+// Release tells the server the lease is no longer wanted: an ephemeral
+// lease taken only to reach a metadata service, or a kept one at
+// shutdown. It is sent from the leased address while that is still on
+// the NIC (a server's kernel drops unicast from 0.0.0.0 as a martian).
 func (l *Lease) Release() error {
 	if l.raw == nil {
 		return nil
 	}
-	client, err := nclient4.New(l.Interface)
+	client, err := unicastClient(l, Options{}.withDefaults())
+	if err != nil {
+		client, err = nclient4.New(l.Interface)
+	}
 	if err != nil {
 		return fmt.Errorf("release dhcp lease on %s: %w", l.Interface, err)
 	}

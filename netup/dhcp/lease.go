@@ -51,6 +51,10 @@ type Lease struct {
 	SiteOptions map[uint8][]byte
 
 	raw *nclient4.Lease
+	// acquiredBoot is CLOCK_BOOTTIME when the lease was read: the lease
+	// keeper times renewals on it, which the wall clock (set by NTP after
+	// the boot) is not fit for.
+	acquiredBoot time.Duration
 }
 
 // FromACK reads a lease from a DHCPACK. Options that are malformed are
@@ -60,7 +64,7 @@ func FromACK(iface string, ack *dhcpv4.DHCPv4) (*Lease, error) {
 		return nil, errors.New("read DHCP lease: no ACK")
 	}
 	var errs []error
-	l := &Lease{Interface: iface, Acquired: time.Now()}
+	l := &Lease{Interface: iface, Acquired: time.Now(), acquiredBoot: bootTime()}
 	addr, ok := netip.AddrFromSlice(ack.YourIPAddr.To4())
 	if !ok || !addr.IsValid() || addr.IsUnspecified() {
 		return nil, fmt.Errorf("read DHCP lease on %s: ACK carries no address (yiaddr %v)", iface, ack.YourIPAddr)

@@ -46,6 +46,11 @@ type Lease6 struct {
 	DNS      []netip.Addr
 	Search   []string
 	Acquired time.Time
+
+	// reply is the server's Reply, which the lease keeper renews from (its
+	// client and server DUIDs and the IA_NA's IAID).
+	reply        *dhcpv6.Message
+	acquiredBoot time.Duration
 }
 
 // ParseReply6 reads a DHCPv6 Reply (or Advertise) from the wire, for a
@@ -68,7 +73,7 @@ func FromReply6(iface string, reply *dhcpv6.Message, stateful bool) (*Lease6, er
 	if st := reply.Options.Status(); st != nil && st.StatusCode != iana.StatusSuccess {
 		return nil, fmt.Errorf("read DHCPv6 reply on %s: server says %s: %q", iface, st.StatusCode, st.StatusMessage)
 	}
-	l := &Lease6{Interface: iface, Stateful: stateful, Acquired: time.Now()}
+	l := &Lease6{Interface: iface, Stateful: stateful, Acquired: time.Now(), reply: reply, acquiredBoot: bootTime()}
 	var errs []error
 	if stateful {
 		ia := reply.Options.OneIANA()

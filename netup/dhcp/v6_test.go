@@ -123,7 +123,7 @@ func TestFromReply6(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Lease6{}, "Acquired"), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreUnexported(Lease6{}), cmpopts.IgnoreFields(Lease6{}, "Acquired"), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 				t.Errorf("lease (-want +got):\n%s", diff)
 			}
 		})

@@ -1,0 +1,124 @@
+package boot
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/netup/dhcp"
+	nlink "github.com/seedinit/seedinit/netup/link"
+)
+
+// An appliance image without a DHCP client keeps the address PID 1 got
+// only while someone renews it: dnsmasq's default lease is an hour, and
+// a WAF that loses its address an hour after boot is down. So when the
+// root has no DHCP client, PID 1 writes down the leases still live at the
+// handoff and starts `seedinit dhcp keep`, a process that outlives the
+// exec of the real init (as the final stage's does) and renews them.
+// seedinit.dhcp=keep starts it whatever the root has, seedinit.dhcp=off
+// never. The keeper stands aside on its own when the image later starts a
+// DHCP client for a NIC (see netup/dhcp/claims.go).
+
+// LeaseKeeperState is the keeper's state file: what PID 1 hands it, then
+// what it holds (`cat` it to see the leases and their times).
+const LeaseKeeperState = RunDir + "/dhcp-leases.json"
+
+// noteLeasesToKeep decides whether the leases are kept after the handoff
+// and, if so, writes the keeper's state file. It runs after the network
+// was handed to the root's own service, so what that service took back is
+// no longer live and is not kept.
+func (p *PID1) noteLeasesToKeep() error {
+	if p.Opts.DHCP == DHCPOff || p.Opts.Disable {
+		return nil
+	}
+	leases := liveOnly(append(slices.Clone(p.ephemeral), p.liveLeases...))
+	leases6 := liveOnly6(p.liveLeases6)
+	if len(leases) == 0 && len(leases6) == 0 {
+		return nil
+	}
+	if p.Opts.DHCP != DHCPKeep {
+		root, err := target.Open(p.targetDir())
+		if err != nil {
+			return err
+		}
+		stack, ok := detectOSNetwork(root)
+		root.Close()
+		if ok && stack.dhcp {
+			p.logger().Info("the root has a DHCP client of its own: no lease keeper", "service", stack.name)
+			return nil
+		}
+	}
+	st := dhcp.NewKeepState(dedupe(leases), leases6)
+	if len(st.Leases) == 0 {
+		return nil
+	}
+	if err := st.Write(LeaseKeeperState); err != nil {
+		return fmt.Errorf("write the lease keeper's state: %w", err)
+	}
+	p.keepLeases = true
+	return nil
+}
+
+// startLeaseKeeper starts the keeper, after the switch, in its own
+// session so that the real init inherits it.
+func (p *PID1) startLeaseKeeper() error {
+	args := []string{"dhcp", "keep", "--state", LeaseKeeperState}
+	if p.keepsSelfAfterHandoff() {
+		// Run from the initramfs's copy, which the switch deleted, it would
+		// pin 12 MB of RAM for as long as it runs: it moves to the copy the
+		// final stage keeps in the root once that is there.
+		args = append(args, "--move-to", KeptBinary)
+	}
+	cmd := exec.Command(selfExe, args...)
+	cmd.Stdout, cmd.Stderr = p.Console, p.Console
+	cmd.Env = handoffEnv(p.ownCertDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s %s: %w", selfExe, strings.Join(args, " "), err)
+	}
+	p.logger().Info("the DHCP leases are kept after the handoff", "pid", cmd.Process.Pid, "state", LeaseKeeperState)
+	return nil
+}
+
+// liveOnly keeps the leases whose address is still on their NIC: those
+// the config dropped or the root's service took back are not kept.
+func liveOnly(leases []*dhcp.Lease) []*dhcp.Lease {
+	return slices.DeleteFunc(leases, func(l *dhcp.Lease) bool { return !hasAddress(l.Interface, l.Address.Addr()) })
+}
+
+func liveOnly6(leases []*dhcp.Lease6) []*dhcp.Lease6 {
+	return slices.DeleteFunc(slices.Clone(leases), func(l *dhcp.Lease6) bool {
+		return !l.Stateful || !hasAddress(l.Interface, l.Address)
+	})
+}
+
+// dedupe keeps one lease per NIC: the live config's DHCP on a NIC the
+// search already leased is the later one.
+func dedupe(leases []*dhcp.Lease) []*dhcp.Lease {
+	var out []*dhcp.Lease
+	for i := len(leases) - 1; i >= 0; i-- {
+		if !slices.ContainsFunc(out, func(l *dhcp.Lease) bool { return l.Interface == leases[i].Interface }) {
+			out = append([]*dhcp.Lease{leases[i]}, out...)
+		}
+	}
+	return out
+}
+
+func hasAddress(iface string, addr netip.Addr) bool {
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return false
+	}
+	addrs, err := nlink.Addrs(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IP.Equal(net.IP(addr.AsSlice())) })
+}
