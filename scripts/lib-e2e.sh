@@ -175,6 +175,17 @@ if [ -e /etc/e2e-wait-kept-seedinit ]; then
 	while [ ! -s /var/lib/seedinit/seedinit ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 	[ -s /var/lib/seedinit/seedinit ] && sleep 0.5 && echo "E2E: seedinit kept in the root after the handoff"
 fi
+# A root that asks for it stays up until its DHCP lease has ended (the
+# seconds since boot in the file), then shows its address and reaches
+# the metadata server's address through it.
+if [ -s /etc/e2e-stay-up-until ]; then
+	until=$(cat /etc/e2e-stay-up-until)
+	while [ "$(cut -d. -f1 /proc/uptime)" -lt "$until" ]; do sleep 1; done
+	ip -o -4 addr show 2>/dev/null | awk '$2 != "lo" {print "E2E: after the lease: " $2 " " $4}' | sed 's|/[0-9]*$||'
+	# (busybox's wget crashes in these roots, which have no libc's NSS.)
+	busybox ping -c 1 -W 5 169.254.169.254 >/dev/null 2>&1 && echo "E2E: metadata address answers after the lease"
+	grep -o '"state": "[^"]*"' /run/seedinit/dhcp-leases.json 2>/dev/null | sed 's/^/E2E: keeper /'
+fi
 echo "E2E: done"
 # What a real init does at shutdown, so the disk images are clean to
 # read: every other process ends (the final stage may still be writing
