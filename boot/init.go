@@ -101,8 +101,10 @@ type PID1 struct {
 	// took; with the ephemeral ones, what the lease keeper may keep.
 	liveLeases  []*dhcp.Lease
 	liveLeases6 []*dhcp.Lease6
-	// keepLeases: a state file for the lease keeper was written.
-	keepLeases bool
+	// keepLeases: a state file for the lease keeper was written;
+	// waitLateNICs: the keeper also waits for NICs of the live config.
+	keepLeases   bool
+	waitLateNICs bool
 }
 
 // Main is PID 1: it never returns. Whatever fails or panics, it ends in

@@ -1,9 +1,11 @@
 package boot
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	nlink "github.com/seedinit/seedinit/netup/link"
+	"github.com/seedinit/seedinit/netup/live"
+	"github.com/seedinit/seedinit/netup/model"
 )
 
 // An appliance image without a DHCP client keeps the address PID 1 got
@@ -24,43 +28,68 @@ import (
 // exec of the real init (as the final stage's does) and renews them.
 // seedinit.dhcp=keep starts it whatever the root has, seedinit.dhcp=off
 // never. The keeper stands aside on its own when the image later starts a
-// DHCP client for a NIC (see netup/dhcp/claims.go).
+// DHCP client for a NIC (see netup/dhcp/claims.go). On a root with no
+// network service at all, it also configures the NICs of the network
+// config that come after the boot.
 
 // LeaseKeeperState is the keeper's state file: what PID 1 hands it, then
 // what it holds (`cat` it to see the leases and their times).
-const LeaseKeeperState = RunDir + "/dhcp-leases.json"
+// LateNICsNetwork is the live network config, for a keeper that also
+// waits for the NICs it names that were not there at the handoff.
+const (
+	LeaseKeeperState = RunDir + "/dhcp-leases.json"
+	LateNICsNetwork  = RunDir + "/network-live.json"
+)
 
 // noteLeasesToKeep decides whether the leases are kept after the handoff
 // and, if so, writes the keeper's state file. It runs after the network
 // was handed to the root's own service, so what that service took back is
-// no longer live and is not kept.
+// no longer live and is not kept. On a root with no network service at
+// all, NICs of the live config that have not appeared yet are waited for
+// by the same keeper (a NIC attached after the boot), which configures
+// them as PID 1 would have.
 func (p *PID1) noteLeasesToKeep() error {
-	if p.Opts.DHCP == DHCPOff || p.Opts.Disable {
+	if p.Opts.DHCP == DHCPOff || p.Opts.Disable || (p.liveNet == nil && len(p.ephemeral) == 0) {
 		return nil
 	}
-	leases := liveOnly(append(slices.Clone(p.ephemeral), p.liveLeases...))
-	leases6 := liveOnly6(p.liveLeases6)
-	if len(leases) == 0 && len(leases6) == 0 {
-		return nil
+	root, err := target.Open(p.targetDir())
+	if err != nil {
+		return err
 	}
-	if p.Opts.DHCP != DHCPKeep {
-		root, err := target.Open(p.targetDir())
-		if err != nil {
-			return err
-		}
-		stack, ok := detectOSNetwork(root)
-		root.Close()
-		if ok && stack.dhcp {
-			p.logger().Info("the root has a DHCP client of its own: no lease keeper", "service", stack.name)
-			return nil
+	stack, hasService := detectOSNetwork(root)
+	root.Close()
+	st := &dhcp.KeepState{}
+	if p.Opts.DHCP == DHCPKeep || !hasService || !stack.dhcp {
+		st = dhcp.NewKeepState(dedupe(liveOnly(append(slices.Clone(p.ephemeral), p.liveLeases...))), liveOnly6(p.liveLeases6))
+	} else {
+		p.logger().Info("the root has a DHCP client of its own: no lease keeper", "service", stack.name)
+	}
+	var late []*model.Interface
+	if !hasService && p.liveNet != nil {
+		if late, err = live.Missing(p.liveNet); err != nil {
+			p.logger().Warn("look for the network config's NICs", "error", err.Error())
 		}
 	}
-	st := dhcp.NewKeepState(dedupe(leases), leases6)
-	if len(st.Leases) == 0 {
+	if len(st.Leases) == 0 && len(late) == 0 {
 		return nil
 	}
 	if err := st.Write(LeaseKeeperState); err != nil {
 		return fmt.Errorf("write the lease keeper's state: %w", err)
+	}
+	if len(late) > 0 {
+		b, err := json.Marshal(p.liveNet)
+		if err == nil {
+			err = os.WriteFile(LateNICsNetwork, b, 0o600)
+		}
+		if err != nil {
+			return fmt.Errorf("write the network config for the NICs to come: %w", err)
+		}
+		names := make([]string, len(late))
+		for i, iface := range late {
+			names[i] = iface.Name + " (" + iface.MACAddress + ")"
+		}
+		p.logger().Info("NICs of the network config are not there yet: the lease keeper waits for them", "nics", strings.Join(names, ", "))
+		p.waitLateNICs = true
 	}
 	p.keepLeases = true
 	return nil
@@ -70,6 +99,9 @@ func (p *PID1) noteLeasesToKeep() error {
 // session so that the real init inherits it.
 func (p *PID1) startLeaseKeeper() error {
 	args := []string{"dhcp", "keep", "--state", LeaseKeeperState}
+	if p.waitLateNICs {
+		args = append(args, "--network", LateNICsNetwork)
+	}
 	if p.keepsSelfAfterHandoff() {
 		// Run from the initramfs's copy, which the switch deleted, it would
 		// pin 12 MB of RAM for as long as it runs: it moves to the copy the

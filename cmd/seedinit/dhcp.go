@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,14 +16,17 @@ import (
 
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/netup/dhcp"
+	"github.com/seedinit/seedinit/netup/live"
+	"github.com/seedinit/seedinit/netup/model"
 )
 
 func runDHCP(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "keep" {
-		return fail(stderr, "dhcp: usage: seedinit dhcp keep --state FILE [--move-to PATH]")
+		return fail(stderr, "dhcp: usage: seedinit dhcp keep --state FILE [--network FILE] [--move-to PATH]")
 	}
 	fs := flag.NewFlagSet("seedinit dhcp keep", flag.ContinueOnError)
 	state := fs.String("state", boot.LeaseKeeperState, "the leases to keep, as PID 1 wrote them; rewritten as they change")
+	network := fs.String("network", "", "the live network config (JSON, as PID 1 wrote it): its NICs that come later are renamed, configured and their leases kept")
 	moveTo := fs.String("move-to", "", "once this copy of seedinit exists and is this build, go on from it (PID 1 passes the copy it keeps in the root)")
 	debug := fs.Bool("debug", false, "log each renewal")
 	if _, code, ok := parseFlags(fs, args[1:], stderr); !ok {
@@ -45,21 +49,70 @@ func runDHCP(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	if err := dhcp.Keep(ctx, st, dhcp.KeepOptions{StateFile: *state, Log: log, DHCP: dhcp.Options{Log: log}}); err != nil {
+	opts := dhcp.KeepOptions{StateFile: *state, Log: log, DHCP: dhcp.Options{Log: log}}
+	if *network != "" {
+		n, err := readNetwork(*network)
+		if err != nil {
+			return fail(stderr, "dhcp keep: %v", err)
+		}
+		more := make(chan *dhcp.KeepState, 4)
+		opts.More = more
+		go func() {
+			defer close(more)
+			err := live.Hotplug(ctx, n, live.Options{Log: log, DHCP: dhcp.Options{Log: log}}, func(res *live.Result, err error) {
+				if err != nil {
+					log.Warn("configure a NIC that came later", "error", err.Error())
+				}
+				if res == nil {
+					return
+				}
+				for _, r := range res.Renamed {
+					log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
+				}
+				if st := dhcp.NewKeepState(res.Leases, res.Leases6); len(st.Leases) > 0 {
+					select {
+					case more <- st:
+					case <-ctx.Done():
+					}
+				}
+			})
+			if err != nil {
+				log.Warn("stopped waiting for the network config's NICs", "error", err.Error())
+			}
+		}()
+	}
+	if err := dhcp.Keep(ctx, st, opts); err != nil {
 		return fail(stderr, "dhcp keep: %v", err)
 	}
 	if errors.Is(context.Cause(ctx), dhcp.ErrKeepHandover) {
-		argv := []string{*moveTo, "dhcp", "keep", "--state", *state}
-		if *debug {
-			argv = append(argv, "--debug")
+		again := []string{"keep", "--state", *state}
+		if *network != "" {
+			again = append(again, "--network", *network)
 		}
+		if *debug {
+			again = append(again, "--debug")
+		}
+		argv := append([]string{*moveTo, "dhcp"}, again...)
 		log.Info("going on from the copy in the root", "path", *moveTo)
 		err := unix.Exec(*moveTo, argv, os.Environ())
 		// Nothing was released: start over from the state file as we are.
 		log.Error("go on from the copy in the root; staying", "path", *moveTo, "error", err.Error())
-		return runDHCP([]string{"keep", "--state", *state}, stdout, stderr)
+		return runDHCP(again, stdout, stderr)
 	}
 	return exitOK
+}
+
+// readNetwork reads a network model as PID 1 wrote it.
+func readNetwork(path string) (*model.Network, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var n model.Network
+	if err := json.Unmarshal(b, &n); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &n, nil
 }
 
 // runningFromDeletedFile says whether this program's file is gone (the

@@ -56,6 +56,9 @@ type KeepOptions struct {
 	SysClassNet string
 	// ClaimPoll is how often other clients are looked for; 5s when zero.
 	ClaimPoll time.Duration
+	// More brings leases taken after the start (a NIC that came later);
+	// while it is open the keeper runs even with no lease.
+	More <-chan *KeepState
 	// ResolvConf is rewritten when a renewal changes the DNS servers, if
 	// it is still the one seedinit wrote from that lease; "/etc/resolv.conf"
 	// when empty.
@@ -90,25 +93,32 @@ func (o KeepOptions) withDefaults() KeepOptions {
 func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 	opts = opts.withDefaults()
 	slots, err := st.slots()
-	if len(slots) == 0 {
+	if len(slots) == 0 && opts.More == nil {
 		return errors.Join(errors.New("keep dhcp leases: none to keep"), err)
 	}
 	if err != nil {
 		opts.Log.Warn("keep dhcp leases: some could not be read back", "error", err.Error())
 	}
-	k := &keeper{opts: opts, slots: slots}
-	k.writeState()
+	k := &keeper{opts: opts}
 	var wg sync.WaitGroup
 	cancels := map[string][]context.CancelFunc{}
-	for _, s := range slots {
-		lctx, cancel := context.WithCancel(ctx)
-		cancels[s.iface] = append(cancels[s.iface], cancel)
-		wg.Add(1)
-		safego.Go("keep the lease on "+s.iface, func() {
-			defer wg.Done()
-			k.keep(lctx, s)
-		}, func(err error) { opts.Log.Error("lease keeper", "interface", s.iface, "error", err.Error()) })
+	start := func(slots []*slot) {
+		k.mu.Lock()
+		k.slots = append(k.slots, slots...)
+		k.mu.Unlock()
+		k.writeState()
+		for _, s := range slots {
+			lctx, cancel := context.WithCancel(ctx)
+			cancels[s.iface] = append(cancels[s.iface], cancel)
+			wg.Add(1)
+			safego.Go("keep the lease on "+s.iface, func() {
+				defer wg.Done()
+				k.keep(lctx, s)
+			}, func(err error) { opts.Log.Error("lease keeper", "interface", s.iface, "error", err.Error()) })
+		}
 	}
+	start(slots)
+	more := opts.More
 	ticker := time.NewTicker(opts.ClaimPoll)
 	defer ticker.Stop()
 	for {
@@ -119,8 +129,8 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 			delete(cancels, name)
 			k.standAside(name, client)
 		}
-		if len(cancels) == 0 {
-			opts.Log.Info("every kept NIC has a DHCP client of its own: the lease keeper ends")
+		if len(cancels) == 0 && more == nil {
+			opts.Log.Info("no lease left to keep: the lease keeper ends")
 			wg.Wait()
 			k.writeState()
 			return nil
@@ -133,6 +143,16 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 			}
 			k.writeState()
 			return nil
+		case st, ok := <-more:
+			if !ok {
+				more = nil
+				continue
+			}
+			added, err := st.slots()
+			if err != nil {
+				opts.Log.Warn("keep dhcp leases: a new lease could not be read", "error", err.Error())
+			}
+			start(added)
 		case <-ticker.C:
 		}
 	}
