@@ -38,12 +38,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	waitMounts := fs.String("wait-for-mounts", "", "with --after-handoff, also wait until these comma-separated mount points (in --root) are mounted")
 	waitNetwork := fs.String("wait-for-network", "", "with --after-handoff, then wait (at most 2 minutes) until these comma-separated interfaces have an address")
 	keepSelf := fs.Bool("keep-self", false, "with --after-handoff, first copy this program into --root for the running system (used by PID 1 when it ran from an initramfs)")
+	withDHCP := fs.Bool("dhcp", false, "when the search runs and no local source has the seed, take an ephemeral DHCP lease on the NICs first, as PID 1 does, for the network sources; it is taken off again when run ends")
 	out := outputFlags(fs)
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
 	if *keepSelf && !*afterHandoff {
 		return fail(stderr, "run: --keep-self is for --after-handoff")
+	}
+	if *withDHCP && (*stageName == "local" || *afterHandoff) {
+		return fail(stderr, "run: --dhcp is for the network search, not --stage local or --after-handoff")
 	}
 	keepOnly := *stageName == "none"
 	if keepOnly && !*keepSelf {
@@ -64,7 +68,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			// Called by an init system: search for the datasource as PID 1
 			// would (the OS has brought the network up by the network stage)
 			// and keep what is found for the later stages.
-			if code := searchSeed(*rootDir, *stageName, *out.debug, stderr); code != exitOK {
+			code, takeDown := searchSeed(*rootDir, *stageName, *withDHCP, *out.debug, stderr)
+			defer takeDown()
+			if code != exitOK {
 				return code
 			}
 			*seedDir = boot.SeedCacheDir
@@ -167,23 +173,31 @@ func runAnalyze(args []string, stdout, stderr io.Writer) int {
 }
 
 // searchSeed runs the datasource search for `seedinit run` and keeps the
-// seed in /run/seedinit/seed. The local stage tries only local sources.
-func searchSeed(rootDir, stageName string, debug bool, stderr io.Writer) int {
+// seed in /run/seedinit/seed. The local stage tries only local sources;
+// withDHCP takes an ephemeral lease before the network ones, which
+// takeDown (never nil) takes off again.
+func searchSeed(rootDir, stageName string, withDHCP, debug bool, stderr io.Writer) (code int, takeDown func()) {
+	takeDown = func() {}
 	env, done, err := datasourceEnv(rootDir, debug, stderr)
 	if err != nil {
-		return fail(stderr, "run: %v", err)
+		return fail(stderr, "run: %v", err), takeDown
 	}
 	defer done()
-	stage := ds.StageAll
-	if stageName == "local" {
-		stage = ds.StageLocal
+	var res *ds.Result
+	if withDHCP {
+		res, takeDown, err = searchWithDHCP(context.Background(), env, stderrLogger(debug, stderr))
+	} else {
+		stage := ds.StageAll
+		if stageName == "local" {
+			stage = ds.StageLocal
+		}
+		res, err = ds.DetectStage(context.Background(), env, 0, stage)
 	}
-	res, err := ds.DetectStage(context.Background(), env, 0, stage)
 	if res == nil || res.Seed == nil {
-		return fail(stderr, "run: no datasource found: %v", err)
+		return fail(stderr, "run: no datasource found: %v", err), takeDown
 	}
 	if err := boot.SaveSeed(res.Seed); err != nil {
-		return fail(stderr, "run: keep the seed: %v", err)
+		return fail(stderr, "run: keep the seed: %v", err), takeDown
 	}
-	return exitOK
+	return exitOK, takeDown
 }
