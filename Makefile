@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/seedinit
 export CGO_ENABLED := 0
 
-.PHONY: help build test deps test-go e2e e2e-arm64 lint demo clean fuzz bench bench-cloudinit uroot
+.PHONY: help build test deps test-go e2e e2e-arm64 lint demo clean fuzz bench bench-cloudinit uroot fleet
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,6 +51,9 @@ bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, peak RSS 
 
 bench: ## boot QEMU 5 times per scenario (default host keys and 2 vCPUs too) beside a busybox baseline; steps, slowest modules, the targets line
 	scripts/bench
+
+fleet: ## (root) 100 instances in network namespaces and 8 QEMU guests provisioned at once by one DHCP and one metadata server; p50/p95/max, requests, collisions (FLEET_NS, FLEET_VMS; scripts/fleet)
+	scripts/fleet
 
 fuzz: ## run each fuzz target (or those FUZZ names) for FUZZTIME (default 10s)
 	scripts/fuzz $${FUZZTIME:-10s} $(FUZZ)
