@@ -15,7 +15,7 @@ inventory maps to an instance (Neutron's metadata proxy goes from the
 address to the port the same way). No instance ever names itself.
 
 Every request is logged to REQUEST-LOG as one line, retries included:
-  <unix time> <source address> <instance or -> <path> <status>
+  <unix time> <source address> <instance or -> <path> <status> <ms to answer>
 so that the script counts requests per instance.
 
 Usage: metadata.py INVENTORY LEASES REQUEST-LOG ADDR PORT
@@ -166,6 +166,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def do_GET(self):
+        start = time.monotonic()
         src = self.client_address[0]
         inst = instance_of(src)
         path = self.path.split("?")[0]
@@ -176,7 +177,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             elif path == "/openstack" or path.startswith("/openstack/"):
                 answer = openstack(inst, path[len("/openstack/"):] if path != "/openstack" else "")
         status = 200 if answer else 404
-        log.write(f"{time.time():.3f} {src} {inst['name'] if inst else '-'} {path} {status}\n")
+        log.write(f"{time.time():.3f} {src} {inst['name'] if inst else '-'} {path} {status} {(time.monotonic() - start) * 1000:.0f}\n")
         if answer is None:
             body = b"not found\n"
             ctype = "text/plain"
