@@ -77,7 +77,10 @@ func (p *PID1) noteLeasesToKeep() error {
 		return fmt.Errorf("write the lease keeper's state: %w", err)
 	}
 	if len(late) > 0 {
-		b, err := json.Marshal(p.liveNet)
+		// Only what is missing now: the keeper configures each of these
+		// when it comes, or at once if it came in between.
+		n := &model.Network{Version: p.liveNet.Version, Interfaces: late, Routes: p.liveNet.Routes, DNS: p.liveNet.DNS, UseIPv6: p.liveNet.UseIPv6}
+		b, err := json.Marshal(n)
 		if err == nil {
 			err = os.WriteFile(LateNICsNetwork, b, 0o600)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -59,7 +60,13 @@ func runDHCP(args []string, stdout, stderr io.Writer) int {
 		opts.More = more
 		go func() {
 			defer close(more)
-			err := live.Hotplug(ctx, n, live.Options{Log: log, DHCP: dhcp.Options{Log: log}}, func(res *live.Result, err error) {
+			err := live.Hotplug(ctx, n, live.Options{Log: log, DHCP: dhcp.Options{Log: log}}, func(iface *model.Interface, res *live.Result, err error) {
+				// A keeper started again (from the root's copy) must not
+				// configure it again: it holds its lease already.
+				n.Interfaces = slices.DeleteFunc(n.Interfaces, func(i *model.Interface) bool { return i == iface })
+				if werr := writeNetwork(*network, n); werr != nil {
+					log.Warn("note the NIC as configured", "file", *network, "error", werr.Error())
+				}
 				if err != nil {
 					log.Warn("configure a NIC that came later", "error", err.Error())
 				}
@@ -113,6 +120,19 @@ func readNetwork(path string) (*model.Network, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &n, nil
+}
+
+// writeNetwork rewrites the network file with what is still to come.
+func writeNetwork(path string, n *model.Network) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // runningFromDeletedFile says whether this program's file is gone (the

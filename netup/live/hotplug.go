@@ -38,24 +38,31 @@ func Missing(n *model.Network) ([]*model.Interface, error) {
 
 func sameMAC(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
 
-// Hotplug waits, until ctx ends, for the NICs of n that Missing names and
-// applies each one's config as it appears, from the kernel's netlink
-// events (no udev): renamed by its MAC, its MTU, addresses and routes, its
-// DHCP, as Apply does at boot. applied gets what each did. It returns
-// when every such NIC has come, or when ctx ends. Bonds, bridges and VLANs
-// over a NIC that comes late are not made.
-func Hotplug(ctx context.Context, n *model.Network, opts Options, applied func(*Result, error)) error {
-	missing, err := Missing(n)
-	if err != nil || len(missing) == 0 {
-		return err
+// Hotplug configures the physical NICs of n (those named by a MAC) as
+// each appears, from the kernel's netlink link events (no udev): renamed
+// by its MAC, its MTU, addresses and routes, its DHCP, as Apply does at
+// boot; one already there when it starts is configured at once. n is what
+// was missing when the caller looked (Missing), so a NIC that came since
+// is not skipped. applied gets each interface and what was done. It
+// returns when every one has come, or when ctx ends. Bonds, bridges and
+// VLANs over a NIC that comes late are not made.
+func Hotplug(ctx context.Context, n *model.Network, opts Options, applied func(*model.Interface, *Result, error)) error {
+	var missing []*model.Interface
+	for _, iface := range n.Interfaces {
+		if iface.Type == model.TypePhysical && iface.MACAddress != "" {
+			missing = append(missing, iface)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
 	}
 	opts = opts.withDefaults()
 	updates := make(chan netlink.LinkUpdate, 16)
 	done := make(chan struct{})
 	defer close(done)
 	subscribeErr := make(chan error, 1)
-	// ListExisting: a NIC that came between Missing and the subscription
-	// is among the links listed first.
+	// ListExisting: a NIC that came before the subscription is among the
+	// links listed first.
 	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
 		ListExisting: true,
 		ErrorCallback: func(err error) {
@@ -90,7 +97,7 @@ func Hotplug(ctx context.Context, n *model.Network, opts Options, applied func(*
 			opts.Log.Info("a NIC of the network config appeared", "name", u.Link.Attrs().Name, "mac", mac, "config_name", iface.Name)
 			one := &model.Network{Version: n.Version, Interfaces: []*model.Interface{iface}, Routes: routesVia(n, iface), UseIPv6: n.UseIPv6}
 			res, err := Apply(ctx, one, opts)
-			applied(res, err)
+			applied(iface, res, err)
 		}
 	}
 	return nil

@@ -48,7 +48,7 @@ func TestHotplugIntoKeeper(t *testing.T) {
 	go func() {
 		defer close(more)
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil)) // in the test's output
-		hotplugDone <- Hotplug(ctx, n, Options{Log: log, DHCP: dhcp.Options{Timeout: time.Second}}, func(res *Result, err error) {
+		hotplugDone <- Hotplug(ctx, n, Options{Log: log, DHCP: dhcp.Options{Timeout: time.Second}}, func(_ *model.Interface, res *Result, err error) {
 			if err != nil {
 				t.Logf("apply: %v", err)
 				applyErrs.Add(1)
