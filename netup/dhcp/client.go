@@ -11,6 +11,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/boot/safego"
 )
@@ -67,6 +68,7 @@ func Acquire(ctx context.Context, iface string, opts Options) (*Lease, error) {
 	if err := netlink.LinkSetUp(link); err != nil {
 		return nil, fmt.Errorf("dhcp on %s: set link up: %w", iface, err)
 	}
+	waitCarrier(ctx, iface, carrierWait)
 	client, err := nclient4.New(iface, nclient4.WithTimeout(opts.Timeout), nclient4.WithRetry(opts.Retries))
 	if err != nil {
 		return nil, fmt.Errorf("dhcp on %s: open client: %w", iface, err)
@@ -88,6 +90,30 @@ func Acquire(ctx context.Context, iface string, opts Options) (*Lease, error) {
 	lease.raw = raw
 	opts.Log.Info("dhcp lease", "interface", iface, "address", lease.Address, "server", lease.ServerID, "duration", time.Since(start))
 	return lease, err
+}
+
+// carrierWait bounds the wait for a link's carrier before the first
+// DISCOVER: one sent before it is lost (a veth whose bridge has not yet
+// seen the carrier, a NIC still negotiating), and the client sends again
+// only after its timeout, 3 s. A link that never reports carrier is tried
+// anyway.
+const carrierWait = 3 * time.Second
+
+// waitCarrier waits until iface reports its lower layer up (carrier), at
+// most limit or until ctx ends.
+func waitCarrier(ctx context.Context, iface string, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		link, err := netlink.LinkByName(iface)
+		if err != nil || link.Attrs().RawFlags&unix.IFF_LOWER_UP != 0 || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // AcquireAny runs Acquire on every interface at once and returns the
