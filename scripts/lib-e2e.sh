@@ -185,6 +185,11 @@ if [ -s /etc/e2e-stay-up-until ]; then
 	# (busybox's wget crashes in these roots, which have no libc's NSS.)
 	busybox ping -c 1 -W 5 169.254.169.254 >/dev/null 2>&1 && echo "E2E: metadata address answers after the lease"
 	grep -o '"state": "[^"]*"' /run/seedinit/dhcp-leases.json 2>/dev/null | sed 's/^/E2E: keeper /'
+	for p in /proc/[0-9]*; do
+		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q '^[^ ]*seedinit dhcp keep '; then
+			echo "E2E: keeper $(tr '\0' ' ' <"$p/cmdline" | cut -d' ' -f1) $(grep -E '^(VmRSS|RssAnon):' "$p/status" | tr -s ' \t' ' ' | tr '\n' ' ')"
+		fi
+	done
 fi
 echo "E2E: done"
 # What a real init does at shutdown, so the disk images are clean to
