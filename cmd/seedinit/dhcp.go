@@ -128,11 +128,7 @@ func writeNetwork(path string, n *model.Network) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeFileAtomic(path, b, 0o600)
 }
 
 // runningFromDeletedFile says whether this program's file is gone (the

@@ -109,10 +109,8 @@ func (l lease4) renew(ctx context.Context, opts Options, rebind bool) (keptLease
 	if err != nil {
 		opts.Log.Warn("renewed dhcp lease has bad options", "interface", l.Interface, "error", err.Error())
 	}
+	// The next renewal and the release go by this ACK's server.
 	nl.raw = &nclient4.Lease{Offer: resp, ACK: resp, CreationTime: time.Now()}
-	if !rebind && nl.ServerID != l.ServerID {
-		nl.raw.Offer = l.raw.Offer
-	}
 	return lease4{nl}, nil
 }
 
