@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	rtdebug "runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -50,7 +51,9 @@ func runDHCP(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	opts := dhcp.KeepOptions{StateFile: *state, Log: log, DHCP: dhcp.Options{Log: log}}
+	// It lives as long as the machine: after each exchange the heap it
+	// used goes back to the kernel rather than waiting for the scavenger.
+	opts := dhcp.KeepOptions{StateFile: *state, Log: log, DHCP: dhcp.Options{Log: log}, Settled: rtdebug.FreeOSMemory}
 	if *network != "" {
 		n, err := readNetwork(*network)
 		if err != nil {
@@ -82,6 +85,7 @@ func runDHCP(args []string, stdout, stderr io.Writer) int {
 					case <-ctx.Done():
 					}
 				}
+				rtdebug.FreeOSMemory()
 			})
 			if err != nil {
 				log.Warn("stopped waiting for the network config's NICs", "error", err.Error())

@@ -59,6 +59,10 @@ type KeepOptions struct {
 	// More brings leases taken after the start (a NIC that came later);
 	// while it is open the keeper runs even with no lease.
 	More <-chan *KeepState
+	// Settled, when set, is called after each change to what is held (a
+	// renewal, a new lease): the keeper's process returns the memory the
+	// exchange used, as it then sleeps until the next one.
+	Settled func()
 	// ResolvConf is rewritten when a renewal changes the DNS servers, if
 	// it is still the one seedinit wrote from that lease; "/etc/resolv.conf"
 	// when empty.
@@ -322,6 +326,9 @@ func (k *keeper) set(s *slot, l keptLease, state string) {
 	s.lease, s.state = l, state
 	k.mu.Unlock()
 	k.writeState()
+	if k.opts.Settled != nil {
+		k.opts.Settled()
+	}
 }
 
 func (k *keeper) setState(s *slot, state string) {
