@@ -196,6 +196,9 @@ func (k *keeper) keep(ctx context.Context, s *slot) {
 		if l == nil {
 			k.setState(s, "asking for a new lease")
 			nl, err := acquireKept(ctx, s.iface, s.family, k.opts.DHCP)
+			if ctx.Err() != nil {
+				return
+			}
 			if err != nil {
 				// 2s, 4s, 8s... up to a minute: a server that NAKed may
 				// first ping the address it offers next.
@@ -323,7 +326,11 @@ func (k *keeper) lease(s *slot) keptLease {
 
 func (k *keeper) set(s *slot, l keptLease, state string) {
 	k.mu.Lock()
-	s.lease, s.state = l, state
+	s.lease = l
+	if s.stoodAside == "" {
+		// A renewal that ends after the keeper stood aside does not undo it.
+		s.state = state
+	}
 	k.mu.Unlock()
 	k.writeState()
 	if k.opts.Settled != nil {
