@@ -214,26 +214,3 @@ func (l *Lease) Release() error {
 	}
 	return nil
 }
-
-// Renew renews the lease with its server, for an appliance without a DHCP
-// client of its own; the caller applies the returned lease again.
-func (l *Lease) Renew(ctx context.Context, opts Options) (*Lease, error) {
-	if l.raw == nil {
-		return nil, fmt.Errorf("renew dhcp lease on %s: lease was not acquired here", l.Interface)
-	}
-	opts = opts.withDefaults()
-	client, err := nclient4.New(l.Interface, nclient4.WithTimeout(opts.Timeout), nclient4.WithRetry(opts.Retries))
-	if err != nil {
-		return nil, fmt.Errorf("renew dhcp lease on %s: %w", l.Interface, err)
-	}
-	defer client.Close()
-	raw, err := client.Renew(ctx, l.raw, dhcpv4.WithRequestedOptions(requested...))
-	if err != nil {
-		return nil, fmt.Errorf("renew dhcp lease on %s: %w", l.Interface, err)
-	}
-	lease, err := FromACK(l.Interface, raw.ACK)
-	if lease != nil {
-		lease.raw = raw
-	}
-	return lease, err
-}

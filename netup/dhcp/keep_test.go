@@ -245,7 +245,7 @@ func TestKeepDnsmasq(t *testing.T) {
 	logs := &lockedBuffer{}
 	go func() {
 		done <- Keep(keepCtx, st, KeepOptions{StateFile: state, ProcDir: t.TempDir(), ClaimPoll: 200 * time.Millisecond,
-			ResolvConf: filepath.Join(t.TempDir(), "resolv.conf"), DHCP: Options{Timeout: time.Second, Retries: 2, Log: testLogger(logs)}})
+			DHCP: Options{Timeout: time.Second, Retries: 2, Log: testLogger(logs)}})
 	}()
 	defer func() { t.Logf("keeper:\n%s", logs.String()) }()
 
