@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -88,6 +89,32 @@ func Veth(t *testing.T, name, peer, mac string) netlink.Link {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// WaitUp waits until every named link (set up by the test) has carrier and
+// is operationally up: a veth end reports carrier only once its peer is
+// up, and the first neighbour solicitation or SYN sent before that is lost
+// and retried a second or more later, which a test's short fetch timeout
+// may not outlast on a loaded machine.
+func WaitUp(t *testing.T, names ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, name := range names {
+		for {
+			l, err := netlink.LinkByName(name)
+			if err != nil {
+				t.Fatalf("find link %s: %v", name, err)
+			}
+			a := l.Attrs()
+			if a.RawFlags&unix.IFF_LOWER_UP != 0 && (a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("link %s not up after 5 s (state %s)", name, a.OperState)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // Addrs lists a link's addresses of one family (netlink.FAMILY_V4 or

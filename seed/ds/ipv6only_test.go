@@ -36,6 +36,26 @@ func addV6(t *testing.T, name, cidr string) {
 	}
 }
 
+// knowNeighbour tells link the peer link's MAC for ip, so the test's
+// first SYN does not wait on neighbour discovery: on a loaded machine its
+// solicitations were seen to go unanswered for the three seconds the
+// kernel gives them, and the fetch failed with "no route to host".
+func knowNeighbour(t *testing.T, link, ip, peer string) {
+	t.Helper()
+	l, err := netlink.LinkByName(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := netlink.LinkByName(peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlink.FAMILY_V6, State: netlink.NUD_PERMANENT, IP: net.ParseIP(ip), HardwareAddr: p.Attrs().HardwareAddr}
+	if err := netlink.NeighSet(n); err != nil {
+		t.Fatalf("neighbour %s on %s: %v", ip, link, err)
+	}
+}
+
 // serveOn serves handler on addr (an address of the test's namespace)
 // until the test ends.
 func serveOn(t *testing.T, addr string, handler http.Handler) {
@@ -59,6 +79,9 @@ func TestEC2OverIPv6OnlyLink(t *testing.T) {
 	nstest.Veth(t, "eth0", "imds", "52:54:00:ec:20:01")
 	addV6(t, "eth0", "fd00:ec2::10/64")
 	addV6(t, "imds", "fd00:ec2::254/64")
+	nstest.WaitUp(t, "eth0", "imds")
+	knowNeighbour(t, "eth0", "fd00:ec2::254", "imds")
+	knowNeighbour(t, "imds", "fd00:ec2::10", "eth0")
 	if got := nstest.Addrs(t, "eth0", netlink.FAMILY_V4); len(got) != 0 {
 		t.Fatalf("eth0 has IPv4 addresses: %v", got)
 	}
@@ -94,6 +117,9 @@ func TestOpenStackOverIPv6OnlyLink(t *testing.T) {
 	nstest.Veth(t, "eth0", "meta", "52:54:00:05:20:01")
 	addV6(t, "eth0", "fe80::10/64")
 	addV6(t, "meta", "fe80::a9fe:a9fe/64")
+	nstest.WaitUp(t, "eth0", "meta")
+	knowNeighbour(t, "eth0", "fe80::a9fe:a9fe", "meta")
+	knowNeighbour(t, "meta", "fe80::10", "eth0")
 	good := openStackServer(t, "2018-08-27", "latest")
 	serveOn(t, "[fe80::a9fe:a9fe%meta]:80", good.Config.Handler)
 
@@ -120,6 +146,9 @@ func TestScalewayOverIPv6OnlyLink(t *testing.T) {
 	nstest.Veth(t, "eth0", "scw", "52:54:00:5c:00:01")
 	addV6(t, "eth0", "fd00:42::10/64")
 	addV6(t, "scw", "fd00:42::42/64")
+	nstest.WaitUp(t, "eth0", "scw")
+	knowNeighbour(t, "eth0", "fd00:42::42", "scw")
+	knowNeighbour(t, "scw", "fd00:42::10", "eth0")
 	good := fixtureServer(t, map[string]route{
 		"/conf?format=json":     {file: "scaleway/conf.json"},
 		"/user_data/cloud-init": {file: "scaleway/user_data"},
@@ -127,6 +156,7 @@ func TestScalewayOverIPv6OnlyLink(t *testing.T) {
 	serveOn(t, "[fd00:42::42]:80", good.Config.Handler)
 
 	env := testEnv("", nil, nil)
+	env.Config.Fetch.Timeout = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := scalewayDatasource{}.Fetch(ctx, env)
