@@ -166,7 +166,7 @@ func exchange6(ctx context.Context, iface string, opts Options, stateful bool) (
 	start := time.Now()
 	var reply *dhcpv6.Message
 	if stateful {
-		var mods []dhcpv6.Modifier
+		mods := []dhcpv6.Modifier{dhcpv6.WithClientID(clientDUID(link.Attrs().HardwareAddr))}
 		if opts.Hostname != "" {
 			mods = append(mods, dhcpv6.WithFQDN(0, opts.Hostname))
 		}
@@ -197,6 +197,16 @@ func exchange6(ctx context.Context, iface string, opts Options, stateful bool) (
 	return lease, err
 }
 
+// clientDUID is the DUID this client names itself by: DUID-LL, the NIC's
+// MAC alone (RFC 8415 11.4), so that every exchange on a NIC, an apply run
+// again or a boot after the last, is the same client to the server and
+// gets its lease back. nclient6's default, DUID-LLT, carries the second
+// it was made in and, with nothing stored between runs, would be a new
+// client (and a second address) each time.
+func clientDUID(hw net.HardwareAddr) dhcpv6.DUID {
+	return &dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: hw}
+}
+
 // informationRequest builds an Information-Request (RFC 8415 18.2.6)
 // asking for DNS servers and the search list; nclient6 has no helper.
 func informationRequest(hw net.HardwareAddr) (*dhcpv6.Message, error) {
@@ -206,7 +216,7 @@ func informationRequest(hw net.HardwareAddr) (*dhcpv6.Message, error) {
 	}
 	msg.MessageType = dhcpv6.MessageTypeInformationRequest
 	if len(hw) > 0 {
-		msg.AddOption(dhcpv6.OptClientID(&dhcpv6.DUIDLL{HWType: iana.HWTypeEthernet, LinkLayerAddr: hw}))
+		msg.AddOption(dhcpv6.OptClientID(clientDUID(hw)))
 	}
 	msg.AddOption(dhcpv6.OptRequestedOption(dhcpv6.OptionDNSRecursiveNameServer, dhcpv6.OptionDomainSearchList))
 	msg.AddOption(dhcpv6.OptElapsedTime(0))

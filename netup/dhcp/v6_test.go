@@ -293,6 +293,21 @@ func TestAcquire6Dnsmasq(t *testing.T) {
 	if got := nstest.Addrs(t, "eth0", netlink.FAMILY_V6); len(got) != 0 {
 		t.Errorf("addresses after Remove = %v", got)
 	}
+
+	// Asked again in another second, the server sees the same client (a
+	// DUID-LLT would carry the new second) and gives the same address.
+	time.Sleep(1100 * time.Millisecond)
+	again, err := Acquire6(ctx, "eth0", Options{Timeout: 2 * time.Second, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Address != lease.Address {
+		t.Errorf("second lease %v, want the first's %v", again.Address, lease.Address)
+	}
+	id := again.reply.Options.ClientID()
+	if ll, ok := id.(*dhcpv6.DUIDLL); !ok || ll.LinkLayerAddr.String() != "52:54:00:12:34:56" {
+		t.Errorf("client DUID %v, want DUID-LL of eth0's MAC", id)
+	}
 }
 
 // TestSLAACAndInform6Dnsmasq waits for an address from dnsmasq's router
