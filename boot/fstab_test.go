@@ -139,7 +139,10 @@ func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
 			t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 		}
 		dev = disktest.AttachLoop(t, img)
-		u, err := exec.Command("blkid", "-s", "UUID", "-o", "value", dev).Output()
+		// -p: read the device itself. blkid's cache (/run/blkid) answered
+		// with the UUID of the filesystem the last run had on this loop
+		// device, every other run.
+		u, err := exec.Command("blkid", "-p", "-s", "UUID", "-o", "value", dev).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +151,7 @@ func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
 	// A label no other device on this machine has.
 	varLabel := "sdi-var-" + strconv.Itoa(os.Getpid()%100000)
 	loop("var", varLabel)
-	_, homeUUID := loop("home", "sdi-home")
+	homeDev, homeUUID := loop("home", "sdi-home")
 	rootDir := filepath.Join(dir, "root")
 	for _, d := range []string{"etc", "var", "data/home"} {
 		if err := os.MkdirAll(filepath.Join(rootDir, d), 0o755); err != nil {
@@ -211,11 +214,8 @@ func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
 	// On the filesystem itself, where the real init will find it.
 	m := filepath.Join(dir, "check")
 	os.Mkdir(m, 0o755)
-	if err := unix.Mount("/dev/disk/by-uuid/"+homeUUID, m, "ext4", unix.MS_RDONLY, ""); err != nil {
-		dev, _ := exec.Command("blkid", "-U", homeUUID).Output()
-		if err := unix.Mount(strings.TrimSpace(string(dev)), m, "ext4", unix.MS_RDONLY, ""); err != nil {
-			t.Fatal(err)
-		}
+	if err := unix.Mount(homeDev, m, "ext4", unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
 	}
 	defer unix.Unmount(m, 0)
 	if _, err := os.Stat(filepath.Join(m, "admin/.ssh/authorized_keys")); err != nil {
