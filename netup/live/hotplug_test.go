@@ -45,10 +45,12 @@ func TestHotplugIntoKeeper(t *testing.T) {
 	more := make(chan *dhcp.KeepState, 2)
 	hotplugDone := make(chan error, 1)
 	var applyErrs atomic.Int32
+	configured := make(chan string, 2)
 	go func() {
 		defer close(more)
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil)) // in the test's output
-		hotplugDone <- Hotplug(ctx, n, Options{Log: log, DHCP: dhcp.Options{Timeout: time.Second}}, func(_ *model.Interface, res *Result, err error) {
+		hotplugDone <- Hotplug(ctx, n, Options{Log: log, DHCP: dhcp.Options{Timeout: time.Second}}, func(iface *model.Interface, res *Result, err error) {
+			defer func() { configured <- iface.Name }()
 			if err != nil {
 				t.Logf("apply: %v", err)
 				applyErrs.Add(1)
@@ -72,6 +74,15 @@ func TestHotplugIntoKeeper(t *testing.T) {
 	// The static NIC comes first, named as the kernel names them.
 	addVeth(t, "eth7", "peer7", "52:54:00:00:01:01")
 	waitLink(t, "mgmt0", "198.51.100.10/24")
+	// The address comes before the routes: look once the NIC is done.
+	select {
+	case name := <-configured:
+		if name != "mgmt0" {
+			t.Fatalf("%s configured first, want mgmt0", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("mgmt0 has its address but was never reported configured")
+	}
 	if routes := nstest.Routes(t, "mgmt0", netlink.FAMILY_V4); !slices.Contains(routes, "203.0.113.0/24 via 198.51.100.1") {
 		t.Errorf("mgmt0 routes = %v, want the config's route through its gateway", routes)
 	}
