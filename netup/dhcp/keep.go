@@ -10,6 +10,7 @@ package dhcp
 // releases what it holds when it is told to stop (the shutdown's SIGTERM).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,11 @@ type KeepOptions struct {
 	// renewal, a new lease): the keeper's process returns the memory the
 	// exchange used, as it then sleeps until the next one.
 	Settled func()
+	// ResolvConf is rewritten when a lease's DNS servers or search list
+	// change, if it is still the one seedinit wrote from that NIC's lease
+	// (PID 1 writes it on a root with no network service); a user's, or
+	// one from the network config, stays. "/etc/resolv.conf" when empty.
+	ResolvConf string
 }
 
 func (o KeepOptions) withDefaults() KeepOptions {
@@ -77,6 +83,9 @@ func (o KeepOptions) withDefaults() KeepOptions {
 	}
 	if o.ClaimPoll <= 0 {
 		o.ClaimPoll = 5 * time.Second
+	}
+	if o.ResolvConf == "" {
+		o.ResolvConf = "/etc/resolv.conf"
 	}
 	return o
 }
@@ -205,6 +214,7 @@ func (k *keeper) keep(ctx context.Context, s *slot) {
 				log.Warn("dhcp: apply the new lease", "interface", s.iface, "error", err.Error())
 			}
 			log.Info("dhcp: new lease", "interface", s.iface, "address", nl.address())
+			k.refreshResolvConf(s.iface, nl)
 			k.set(s, nl, "bound")
 			continue
 		}
@@ -262,6 +272,7 @@ func (k *keeper) adopt(s *slot, old, nl keptLease) {
 	if err := nl.apply(); err != nil {
 		log.Warn("dhcp: apply the renewed lease", "interface", s.iface, "error", err.Error())
 	}
+	k.refreshResolvConf(s.iface, nl)
 	log.Debug("dhcp: lease renewed", "interface", s.iface, "address", nl.address())
 	k.set(s, nl, "bound")
 }
@@ -364,6 +375,32 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// refreshResolvConf rewrites resolv.conf for a lease whose DNS servers or
+// search list are not the file's, when the file is one seedinit generated
+// from a lease of the same NIC and family: its first line is the header
+// the lease's own resolv.conf starts with.
+func (k *keeper) refreshResolvConf(iface string, l keptLease) {
+	want := l.ResolvConf()
+	if want == nil {
+		return
+	}
+	have, err := os.ReadFile(k.opts.ResolvConf)
+	if err != nil || bytes.Equal(have, want) || !sameHeader(have, want) {
+		return
+	}
+	if err := writeFileAtomic(k.opts.ResolvConf, want, 0o644); err != nil {
+		k.opts.Log.Warn("dhcp: update resolv.conf from the lease", "interface", iface, "file", k.opts.ResolvConf, "error", err.Error())
+		return
+	}
+	k.opts.Log.Info("dhcp: resolv.conf updated from the lease", "interface", iface, "file", k.opts.ResolvConf)
+}
+
+// sameHeader reports whether a and b start with the same first line.
+func sameHeader(a, b []byte) bool {
+	i := bytes.IndexByte(b, '\n')
+	return i > 0 && bytes.HasPrefix(a, b[:i+1])
 }
 
 // writeFileAtomic writes data beside path and renames it over path.

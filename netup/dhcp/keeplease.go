@@ -28,6 +28,8 @@ type keptLease interface {
 	remove() error
 	release() error
 	kept() KeptLease
+	// ResolvConf is the lease's resolv.conf, nil without DNS servers.
+	ResolvConf() []byte
 }
 
 // leaseTimes are a lease's renewal (T1), rebinding (T2) and end times on
