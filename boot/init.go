@@ -101,6 +101,9 @@ type PID1 struct {
 	// took; with the ephemeral ones, what the lease keeper may keep.
 	liveLeases  []*dhcp.Lease
 	liveLeases6 []*dhcp.Lease6
+	// liveResolvConf is resolv.conf for the network PID 1 brought up: the
+	// live config's DNS, or its leases', or the search's lease's.
+	liveResolvConf []byte
 	// keepLeases: a state file for the lease keeper was written;
 	// waitLateNICs: the keeper also waits for NICs of the live config.
 	keepLeases   bool
@@ -528,6 +531,7 @@ func (p *PID1) provision() error {
 		seedErrs = append(seedErrs, err.Error())
 	}
 	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
+	p.writeRootResolvConf(root)
 	if err := SaveSeed(sd); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())
 	} else {

@@ -70,9 +70,11 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 			env.Interface, env.DHCPServer, env.DHCPSiteOptions = l.Interface, l.ServerID, l.SiteOptions
 			p.Log.Info("ephemeral network up", "interface", l.Interface, "address", l.Address.String(), "server", l.ServerID.String())
 			haveNetwork = true
+			p.liveResolvConf = up.ResolvConf
 			if len(up.ResolvConf) > 0 && p.Initramfs {
 				// The initramfs's own resolver, for metadata URLs by name;
-				// a real root's resolv.conf is the network module's.
+				// a real root's is the network module's, or, with no
+				// network service there, writeRootResolvConf's.
 				if err := os.WriteFile("/etc/resolv.conf", up.ResolvConf, 0o644); err != nil {
 					p.Log.Warn("write the initramfs's resolv.conf", "error", err.Error())
 				}
@@ -177,6 +179,9 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	res, err := live.Apply(ctx, n, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
 	if res != nil {
 		p.liveLeases, p.liveLeases6 = res.Leases, res.Leases6
+		if len(res.ResolvConf) > 0 {
+			p.liveResolvConf = res.ResolvConf
+		}
 		for _, r := range res.Renamed {
 			p.Log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
 		}
