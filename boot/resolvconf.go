@@ -8,10 +8,12 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 )
 
-// writeRootResolvConf gives a root with no network service of its own the
-// DNS servers of the network PID 1 brought up for it, as the DHCP client
-// such a root lacks would have: there, the network module renders nothing
-// and the lease keeper is its DHCP client. The file is written before the
+// writeRootResolvConf gives a root with no DHCP client of its own the DNS
+// servers of the network PID 1 brought up for it, as that client would
+// have: on a root with no network service the network module renders
+// nothing, and with one that has no DHCP client (ifupdown alone) it
+// writes only the config's servers; either way the lease keeper is the
+// DHCP client. The file is written before the
 // stages, so a user's write_files or resolv_conf still has the last word,
 // and only where it is missing, has no nameserver, or is one seedinit
 // generated (a later boot's lease may name other servers): an image's own
@@ -21,7 +23,7 @@ func (p *PID1) writeRootResolvConf(root *target.Root) {
 	if len(p.liveResolvConf) == 0 {
 		return
 	}
-	if _, ok := detectOSNetwork(root); ok {
+	if stack, ok := detectOSNetwork(root); ok && stack.dhcp {
 		return
 	}
 	const name = "/etc/resolv.conf"
