@@ -102,7 +102,8 @@ type PID1 struct {
 	liveLeases  []*dhcp.Lease
 	liveLeases6 []*dhcp.Lease6
 	// liveResolvConf is resolv.conf for the network PID 1 brought up: the
-	// live config's DNS, or its leases', or the search's lease's.
+	// live config's DNS or its leases', or, with no live config, the
+	// search's lease's.
 	liveResolvConf []byte
 	// keepLeases: a state file for the lease keeper was written;
 	// waitLateNICs: the keeper also waits for NICs of the live config.

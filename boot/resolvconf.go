@@ -13,12 +13,12 @@ import (
 // have: on a root with no network service the network module renders
 // nothing, and with one that has no DHCP client (ifupdown alone) it
 // writes only the config's servers; either way the lease keeper is the
-// DHCP client. The file is written before the
-// stages, so a user's write_files or resolv_conf still has the last word,
-// and only where it is missing, has no nameserver, or is one seedinit
-// generated (a later boot's lease may name other servers): an image's own
-// resolv.conf, or a symlink to a resolver's, is left as it is. The lease
-// keeper rewrites the file when a renewal changes a lease's servers.
+// DHCP client. The file is written before the stages, so a user's
+// write_files or resolv_conf still has the last word, and only where it
+// is missing, has no nameserver, or is one seedinit generated (a later
+// boot's lease may name other servers): an image's own resolv.conf, or a
+// symlink to a resolver's, is left as it is. The lease keeper rewrites
+// the file when a renewal changes a lease's servers.
 func (p *PID1) writeRootResolvConf(root *target.Root) {
 	if len(p.liveResolvConf) == 0 {
 		return

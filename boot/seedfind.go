@@ -179,9 +179,9 @@ func (p *PID1) applyNetworkLive(s *seed.Seed) error {
 	res, err := live.Apply(ctx, n, live.Options{Log: p.Log, DHCP: dhcp.Options{Log: p.Log}})
 	if res != nil {
 		p.liveLeases, p.liveLeases6 = res.Leases, res.Leases6
-		if len(res.ResolvConf) > 0 {
-			p.liveResolvConf = res.ResolvConf
-		}
+		// The config's DNS, or its own leases': not the search's lease's,
+		// which dropEphemeral may take off a NIC the config sets static.
+		p.liveResolvConf = res.ResolvConf
 		for _, r := range res.Renamed {
 			p.Log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
 		}
