@@ -12,9 +12,12 @@ import (
 func TestDHCPKeepRefusals(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`{"leases": 3}`), 0o600)
 	empty := filepath.Join(dir, "empty.json")
-	os.WriteFile(empty, []byte(`{"leases": []}`), 0o600)
+	for name, content := range map[string]string{bad: `{"leases": 3}`, empty: `{"leases": []}`} {
+		if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string

@@ -79,7 +79,11 @@ func Acquire(ctx context.Context, iface string, opts Options) (*Lease, error) {
 		mods = append(mods, dhcpv4.WithOption(dhcpv4.OptHostName(opts.Hostname)))
 	}
 	start := time.Now()
-	offer, err := quickOffer(ctx, iface, mods)
+	// The first DISCOVER gets quickFirstTry, on the same client, before
+	// the exchange goes on at the caller's pace.
+	quick, cancel := context.WithTimeout(ctx, quickFirstTry)
+	offer, err := client.DiscoverOffer(quick, mods...)
+	cancel()
 	if err != nil && ctx.Err() == nil {
 		offer, err = client.DiscoverOffer(ctx, mods...)
 	}
@@ -105,16 +109,6 @@ func Acquire(ctx context.Context, iface string, opts Options) (*Lease, error) {
 // coming up on one bridge at once), and waiting the full 3 s timeout for
 // it made every such lease 3 s long. Servers answer in milliseconds.
 const quickFirstTry = time.Second
-
-// quickOffer sends one DISCOVER and waits quickFirstTry for an offer.
-func quickOffer(ctx context.Context, iface string, mods []dhcpv4.Modifier) (*dhcpv4.DHCPv4, error) {
-	client, err := nclient4.New(iface, nclient4.WithTimeout(quickFirstTry), nclient4.WithRetry(1))
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
-	return client.DiscoverOffer(ctx, mods...)
-}
 
 // carrierWait bounds the wait for a link's carrier before the first
 // DISCOVER: one sent before it is lost (a veth whose bridge has not yet

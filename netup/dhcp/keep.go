@@ -386,6 +386,11 @@ func (k *keeper) refreshResolvConf(iface string, l keptLease) {
 	if want == nil {
 		return
 	}
+	// A symlink (resolvconf or systemd-resolved installed since) is the
+	// resolver's now: the rename would replace the link itself.
+	if fi, err := os.Lstat(k.opts.ResolvConf); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
 	have, err := os.ReadFile(k.opts.ResolvConf)
 	if err != nil || bytes.Equal(have, want) || !sameHeader(have, want) {
 		return
