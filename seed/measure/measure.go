@@ -13,7 +13,10 @@
 // another. The log is JSON lines, one per event:
 // {"pcr":12,"part":"user-data","digest":"sha256:<hex>","content_sha256":"<hex>"}.
 // A verifier replays it: PCR = SHA-256(PCR || digest), from 32 zero bytes
-// when nothing else extends the PCR before seedinit.
+// when nothing else extends the PCR before seedinit. An event whose
+// command reached the TPM but whose answer never came is logged with
+// "unconfirmed": true: the TPM may or may not have extended it, and a
+// verifier replays both ways.
 package measure
 
 import (
@@ -35,6 +38,7 @@ type Event struct {
 	Part          string `json:"part"`
 	Digest        string `json:"digest"`
 	ContentSHA256 string `json:"content_sha256"`
+	Unconfirmed   bool   `json:"unconfirmed,omitempty"`
 }
 
 // EventFor is the event that measures content as part.
@@ -76,9 +80,38 @@ const (
 	maxResponseSize = 4096
 )
 
-// Extend extends PCR pcr's SHA-256 bank with digest through tpm, a TPM
-// 2.0 device (/dev/tpmrm0) or anything that answers its commands.
-func Extend(tpm io.ReadWriter, pcr uint32, digest [32]byte) error {
+// TPM sends a command to a TPM 2.0 and returns its answer.
+type TPM interface {
+	Transact(cmd []byte) ([]byte, error)
+}
+
+// Stream is a TPM behind a stream that answers each command in one read
+// (swtpm's socket).
+type Stream struct{ io.ReadWriter }
+
+// Transact writes cmd and reads the answer.
+func (s Stream) Transact(cmd []byte) ([]byte, error) {
+	if _, err := s.Write(cmd); err != nil {
+		return nil, &SendError{Err: err}
+	}
+	resp := make([]byte, maxResponseSize)
+	n, err := s.Read(resp)
+	if err != nil {
+		return nil, err
+	}
+	return resp[:n], nil
+}
+
+// SendError is a command that never reached the TPM.
+type SendError struct{ Err error }
+
+func (e *SendError) Error() string { return "send: " + e.Err.Error() }
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Extend extends PCR pcr's SHA-256 bank with digest through tpm. An error
+// that is not a *SendError came after the command reached the TPM, which
+// may have extended the PCR.
+func Extend(tpm TPM, pcr uint32, digest [32]byte) error {
 	var body []byte
 	body = binary.BigEndian.AppendUint32(body, pcr) // the PCR's handle is its index
 	// Authorization: one empty password session.
@@ -97,19 +130,21 @@ func Extend(tpm io.ReadWriter, pcr uint32, digest [32]byte) error {
 	cmd = binary.BigEndian.AppendUint32(cmd, uint32(10+len(body)))
 	cmd = binary.BigEndian.AppendUint32(cmd, tpmCCPCRExtend)
 	cmd = append(cmd, body...)
-	if _, err := tpm.Write(cmd); err != nil {
-		return fmt.Errorf("send TPM2_PCR_Extend: %w", err)
-	}
-	resp := make([]byte, maxResponseSize)
-	n, err := tpm.Read(resp)
+	resp, err := tpm.Transact(cmd)
 	if err != nil {
-		return fmt.Errorf("read TPM2_PCR_Extend's answer: %w", err)
+		return fmt.Errorf("TPM2_PCR_Extend: %w", err)
 	}
-	if n < 10 {
-		return errors.New("TPM2_PCR_Extend: short answer")
+	if len(resp) < 10 {
+		return fmt.Errorf("TPM2_PCR_Extend: short answer (%d bytes)", len(resp))
 	}
 	if rc := binary.BigEndian.Uint32(resp[6:10]); rc != 0 {
 		return fmt.Errorf("TPM2_PCR_Extend of PCR %d: TPM response code %#x", pcr, rc)
 	}
 	return nil
+}
+
+// Reached says whether a failed Extend's command reached the TPM.
+func Reached(err error) bool {
+	var send *SendError
+	return err != nil && !errors.As(err, &send)
 }

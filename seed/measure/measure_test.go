@@ -70,7 +70,7 @@ func swtpm(t *testing.T) net.Conn {
 }
 
 // readPCR reads a SHA-256 PCR with TPM2_PCR_Read.
-func readPCR(t *testing.T, tpm net.Conn, pcr int) [32]byte {
+func readPCR(t *testing.T, tpm TPM, pcr int) [32]byte {
 	t.Helper()
 	cmd := binary.BigEndian.AppendUint16(nil, 0x8001)
 	cmd = binary.BigEndian.AppendUint32(cmd, 20)
@@ -80,11 +80,8 @@ func readPCR(t *testing.T, tpm net.Conn, pcr int) [32]byte {
 	sel := []byte{3, 0, 0, 0}
 	sel[1+pcr/8] |= 1 << (pcr % 8)
 	cmd = append(cmd, sel...)
-	if _, err := tpm.Write(cmd); err != nil {
-		t.Fatal(err)
-	}
-	resp := make([]byte, 512)
-	n, err := tpm.Read(resp)
+	resp, err := tpm.Transact(cmd)
+	n := len(resp)
 	if err != nil || n < 10 || binary.BigEndian.Uint32(resp[6:10]) != 0 {
 		t.Fatalf("TPM2_PCR_Read: %d bytes, %v, %x", n, err, resp[:n])
 	}
@@ -100,7 +97,7 @@ func readPCR(t *testing.T, tpm net.Conn, pcr int) [32]byte {
 
 // swtpm extends as Replay computes: the log replays to the PCR.
 func TestExtendAgainstSwtpm(t *testing.T) {
-	tpm := swtpm(t)
+	tpm := Stream{swtpm(t)}
 	before := readPCR(t, tpm, PCR)
 	var digests [][32]byte
 	for _, p := range []struct{ part, content string }{
