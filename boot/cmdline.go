@@ -108,9 +108,12 @@ type Options struct {
 	Rescue     string        // seedinit.rescue=shell|reboot
 	Disable    bool          // seedinit.disable: hand off at once
 	Kexec      string        // seedinit.kexec=
-	// Strict: hand off only when PID 1's modules all ran cleanly
-	// (seedinit.strict, seedinit.strict=1|0).
-	Strict bool
+	// Strict: hand off only when provisioning ran cleanly
+	// (seedinit.strict, seedinit.strict=1|0); StrictDatasource also when
+	// a root never provisioned found no datasource
+	// (seedinit.strict=datasource).
+	Strict           bool
+	StrictDatasource bool
 	// Trust is seedinit.trust=off|warn|require, the seed signatures'
 	// policy (at least the one baked into the image).
 	Trust string
@@ -189,10 +192,12 @@ func ParseOptions(c Cmdline) (Options, []error) {
 		case "", "1", "yes", "on", "true":
 			o.Strict = true
 		case "0", "no", "off", "false":
+		case "datasource":
+			o.Strict, o.StrictDatasource = true, true
 		default:
 			// A typo must not silently turn an appliance's safety off.
 			o.Strict = true
-			errs = append(errs, fmt.Errorf("seedinit.strict=%q: want 1 or 0; taken as 1", v))
+			errs = append(errs, fmt.Errorf("seedinit.strict=%q: want 1, 0 or datasource; taken as 1", v))
 		}
 	}
 	if v, ok := c.Get("seedinit.dhcp"); ok {

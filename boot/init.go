@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -77,8 +78,18 @@ type PID1 struct {
 	stopPlug    func()
 	labels      *ds.EarlyLabels // the block devices' labels, read as they appear until the search
 	seedSaved   bool            // the final stage has a seed to run from
-	stagesErr   error           // why PID 1's stages failed, for seedinit.strict
-	ownCertDir  string          // SSL_CERT_DIR as PID 1 set it, kept from the real init
+	// provisionFailures are why provisioning failed, for seedinit.strict;
+	// stagesErr is the stages' own failure, whose refusal is kept for
+	// the instance. foundSeed: a datasource gave a seed this boot.
+	provisionFailures []string
+	stagesErr         error
+	foundSeed         bool
+	// localSourcesFailed are the local sources found by their probes
+	// that gave no seed, as "NAME: why".
+	localSourcesFailed []string
+	// panics counts the panics PID 1's goroutines recovered from.
+	panics     atomic.Int32
+	ownCertDir string // SSL_CERT_DIR as PID 1 set it, kept from the real init
 	// ephemeral are the datasource search's DHCP leases; the first one's
 	// site options go to the ready report (Azure's wireserver in 245).
 	ephemeral []*dhcp.Lease
@@ -133,6 +144,7 @@ func (p *PID1) logger() *slog.Logger {
 // 1's goroutines: the console and the kernel log, with the stack for the
 // bug report.
 func (p *PID1) reportPanic(e *safego.PanicError) {
+	p.panics.Add(1)
 	p.logger().Error("recovered from a panic; the boot goes on", "in", e.Name, "panic", fmt.Sprint(e.Value), "stack", string(e.Stack))
 }
 
@@ -223,7 +235,7 @@ func (p *PID1) boot() {
 		return nil
 	})
 	p.startEarlyHostKey()
-	p.Timeline.Do("provision", p.provision)
+	p.runProvision(p.provision)
 	if opts.Strict {
 		p.enforceStrict()
 	}
@@ -513,6 +525,36 @@ func (p *PID1) remountRootRW() error {
 	return nil
 }
 
+// runProvision runs provision as the "provision" step and notes every
+// way it failed for seedinit.strict: its error, a panic in it or in any
+// goroutine it started (each recovered, so the boot goes on).
+func (p *PID1) runProvision(provision func() error) {
+	panicsBefore := p.panics.Load()
+	if err := p.Timeline.Do("provision", provision); err != nil {
+		p.provisionFailed("provision: " + err.Error())
+	}
+	if n := p.panics.Load() - panicsBefore; n > 0 {
+		p.provisionFailed(fmt.Sprintf("%d panic(s) recovered while provisioning (see the log)", n))
+	}
+}
+
+// provisionFailed notes a failure for seedinit.strict.
+func (p *PID1) provisionFailed(reason string) {
+	p.provisionFailures = append(p.provisionFailures, reason)
+}
+
+// strictStops says whether provisioning stops before the modules: under
+// seedinit.strict, a seed that failed before them (refused parts, a
+// failed measurement, no copy for the final stage) runs none, so that
+// the instance's modules are still to run when the boot is tried again.
+func (p *PID1) strictStops() bool {
+	if !p.Opts.Strict || len(p.provisionFailures) == 0 {
+		return false
+	}
+	p.Log.Error("seedinit.strict: no module runs", "because", strings.Join(p.provisionFailures, "; "))
+	return true
+}
+
 func (p *PID1) provision() error {
 	root, err := target.Open(p.targetDir())
 	if err != nil {
@@ -521,22 +563,39 @@ func (p *PID1) provision() error {
 	defer root.Close()
 	sd, err := p.findSeed(root)
 	if sd == nil {
+		for _, f := range p.localSourcesFailed {
+			p.provisionFailed("a seed source the machine has could not be read: " + f)
+		}
 		p.Log.Info("no datasource found: nothing to provision", "error", fmt.Sprint(err))
 		return nil
 	}
+	p.foundSeed = true
+	// Before anything of the seed is used, the network config included:
+	// from here on, sd is what the decision lets through.
+	sd, decision := p.decideSeedTrust(sd)
 	p.Log.Info("datasource", "name", sd.Datasource, "where", sd.Subplatform, "instance_id", sd.InstanceID)
-	// Before anything of the seed is used, the network config included.
-	seedErrs, seedWarns := p.checkSeedTrust(sd)
+	seedErrs, seedWarns := decision.Report()
+	if decision.Refused() {
+		p.provisionFailed("the seed's trust decision (" + decision.Policy + ") left parts out: " + strings.Join(seedErrs, "; "))
+	}
 	if err := p.measureSeed(root, sd); err != nil {
 		p.Log.Error("measure the seed", "error", err.Error())
 		seedErrs = append(seedErrs, err.Error())
+		p.provisionFailed(err.Error())
+	}
+	if p.strictStops() {
+		return nil
 	}
 	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
 	p.writeRootResolvConf(root)
-	if err := SaveSeed(sd); err != nil {
+	if err := SaveSeed(sd, decision); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())
+		p.provisionFailed("keep the seed for the final stage: " + err.Error())
 	} else {
 		p.seedSaved = true
+	}
+	if p.strictStops() {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -557,6 +616,7 @@ func (p *PID1) provision() error {
 
 			SeedErrors:   seedErrs,
 			SeedWarnings: seedWarns,
+			SeedTrust:    decision,
 		})
 		if err != nil {
 			return err
@@ -566,7 +626,7 @@ func (p *PID1) provision() error {
 		}
 		return nil
 	})
-	return p.stagesErr
+	return nil
 }
 
 // readyBudget bounds telling the cloud the instance is up: the boot goes

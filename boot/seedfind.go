@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // findSeed runs the datasource search: the local sources first (seed
@@ -43,6 +45,15 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 	})
 	if res != nil && res.Seed != nil {
 		return res.Seed, nil
+	}
+	p.localSourcesFailed = nil
+	if res != nil {
+		for _, a := range res.Attempts {
+			// A seed medium the machine has that could not be read.
+			if a.Probe == ds.Found && a.Outcome == ds.OutcomeFailed {
+				p.localSourcesFailed = append(p.localSourcesFailed, a.Datasource+": "+a.Detail)
+			}
+		}
 	}
 	if res == nil || !res.WantsNetwork {
 		return nil, err
@@ -220,11 +231,15 @@ func (p *PID1) dropEphemeral(res *live.Result) {
 // SaveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for
 // the final stage, which runs after the handoff in another process, with
 // the datasource's name beside it so status and final_message still name
-// the real source.
-func SaveSeed(s *seed.Seed) error {
+// the real source, and the trust decision that let it through (written
+// last: a seed without its decision is decided again).
+func SaveSeed(s *seed.Seed, d *trust.Decision) error {
 	// /run/seedinit is for everyone (the timeline, seedinit itself); the
 	// seed below it, which may hold secrets, for root only.
 	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(SeedCacheDir, trustRecordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := ds.FetchToDir(s, SeedCacheDir); err != nil {
@@ -235,7 +250,7 @@ func SaveSeed(s *seed.Seed) error {
 			return err
 		}
 	}
-	return nil
+	return saveTrustRecord(SeedCacheDir, d)
 }
 
 // FindRoot resolves root= specs: /dev paths as they are, and LABEL=,

@@ -12,18 +12,26 @@ import (
 )
 
 // Strict mode (seedinit.strict) is for appliances that must not run
-// half-configured: the real init is started only when PID 1's stages
-// (local, network, config) ran every module cleanly. Otherwise the boot
+// half-configured: the real init is started only when provisioning ran
+// cleanly: no error or panic in the search, the trust decision, the
+// measurement or PID 1's stages (local, network, config), no part of
+// the seed refused, the seed kept for the final stage. Otherwise the boot
 // takes the rescue path (seedinit.rescue: a shell, else a reboot) with
 // the reason on the console and in status.json. The final stage runs
-// after the real init by design and cannot hold the handoff; a boot that
-// found no datasource ran no module and hands off.
+// after the real init by design and cannot hold the handoff.
+// seedinit.strict=datasource also refuses a root never provisioned
+// when no datasource gave a seed; plain strict hands such a boot off,
+// having run no module.
 //
-// A refusal is kept in strictRefusedPath with the instance's id: the
-// modules that ran will not run again for the same instance, so the next
-// boot of it would run clean and hand off a machine that is not what its
-// seed asked for. It refuses again, until the instance changes (a new
-// instance-id runs its modules anew) or the file is removed.
+// A failure of the modules is kept in strictRefusedPath with the
+// instance's id: the modules that ran will not run again for the same
+// instance, so the next boot of it would run clean and hand off a machine
+// that is not what its seed asked for. It refuses again, until the
+// instance changes (a new instance-id runs its modules anew) or the file
+// is removed. A failure before the modules (the seed refused or not
+// measured, a TPM that did not answer) ran none of them and is not kept:
+// the next boot tries again, so that a flaky TPM or a late seed disk
+// cannot refuse an instance for ever.
 var strictRefusedPath = apply.Path("data", "seedinit-strict-refused")
 
 // enforceStrict returns when the handoff may happen, and otherwise takes
@@ -36,34 +44,43 @@ func (p *PID1) enforceStrict() {
 		return
 	}
 	defer root.Close()
-	if reason := p.strictRefusal(root); reason != "" {
+	if reason, keep := p.strictRefusal(root); reason != "" {
 		// A refusal kept from before stays as it was written.
-		p.refuseHandoff(root, reason, p.stagesErr != nil)
+		p.refuseHandoff(root, reason, keep)
 	}
 }
 
-// strictRefusal says why the handoff must not happen, "" when it may.
-func (p *PID1) strictRefusal(root *target.Root) string {
+// strictRefusal says why the handoff must not happen, "" when it may,
+// and whether the refusal is kept for the instance.
+func (p *PID1) strictRefusal(root *target.Root) (reason string, keep bool) {
+	var reasons []string
 	if p.stagesErr != nil {
-		return p.stagesErr.Error()
+		reasons = append(reasons, p.stagesErr.Error())
+	}
+	reasons = append(reasons, p.provisionFailures...)
+	if len(reasons) > 0 {
+		return strings.Join(reasons, "; "), p.stagesErr != nil
 	}
 	instance := currentInstance(root)
+	if !p.foundSeed && p.Opts.StrictDatasource && instance == "" {
+		return "seedinit.strict=datasource: no datasource gave a seed, and this root was never provisioned", false
+	}
 	b, err := root.ReadFile(strictRefusedPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ""
+		return "", false
 	}
 	if err != nil {
-		return fmt.Sprintf("read %s: %v", strictRefusedPath, err)
+		return fmt.Sprintf("read %s: %v", strictRefusedPath, err), false
 	}
-	refused, reason, _ := strings.Cut(string(b), "\n")
+	refused, why, _ := strings.Cut(string(b), "\n")
 	if refused != instance {
 		// Another instance was refused; this one ran clean.
 		if err := root.Remove(strictRefusedPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			p.Log.Warn("remove the refusal of another instance", "path", strictRefusedPath, "error", err.Error())
 		}
-		return ""
+		return "", false
 	}
-	return fmt.Sprintf("refused before for instance %s, whose modules do not run again: %s", instance, strings.TrimSpace(reason))
+	return fmt.Sprintf("refused before for instance %s, whose modules do not run again: %s", instance, strings.TrimSpace(why)), false
 }
 
 // currentInstance is the instance-id the root's state is for, "" for a

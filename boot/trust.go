@@ -1,83 +1,133 @@
 package boot
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io/fs"
+	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
-// Seed signatures: the trusted keys and the policy baked into the
-// system PID 1 runs from (the initramfs, or the root when seedinit is its
-// /sbin/init), by `seedinit initramfs build --trust-key --trust-policy`.
+// Seed trust is decided once, over everything a run applies, the same way
+// in every mode: PID 1 (initramfs or /sbin/init), `seedinit run` (an init
+// system's service, u-root's uinit, the final stage) and `seedinit
+// apply`. Each reads its anchor (trust.PolicyFile and trust.KeysFile)
+// from the system it trusts, raises the policy by seedinit.trust= where
+// it boots, decides with trust.Decide, logs each part's verdict and
+// reports the decision in status.json.
+
+// The anchor's files, where `seedinit initramfs build --trust-key
+// --trust-policy` bakes them.
 const (
-	TrustedKeysPath = "/etc/seedinit/trusted-seed-keys"
-	TrustPolicyPath = "/etc/seedinit/trust-policy"
+	TrustedKeysPath = trust.KeysFile
+	TrustPolicyPath = trust.PolicyFile
 )
 
-// trustPolicy is the stricter of the baked policy and seedinit.trust=:
-// the command line can ask for more checking, never for less than the
-// image was built with. A value that does not parse counts as require.
-func (p *PID1) trustPolicy() trust.Policy {
-	policy := trust.Off
-	if b, err := os.ReadFile(TrustPolicyPath); err == nil {
-		baked, err := trust.ParsePolicy(string(b))
-		if err != nil {
-			p.Log.Error("seed signatures", "file", TrustPolicyPath, "error", err.Error(), "taken as", "require")
-			baked = trust.Require
-		}
-		policy = max(policy, baked)
-	}
-	if p.Opts.Trust != "" {
-		cmdline, err := trust.ParsePolicy(p.Opts.Trust)
-		if err != nil {
-			p.Log.Error("seed signatures", "option", "seedinit.trust", "error", err.Error(), "taken as", "require")
-			cmdline = trust.Require
-		}
-		policy = max(policy, cmdline)
-	}
-	return policy
+// TrustAnchor is the anchor of a run whose trust lives in the system at
+// dir (described by where), raised by cmdline's seedinit.trust=.
+func TrustAnchor(dir, where, cmdline string) trust.Anchor {
+	a := trust.ReadAnchor(dir, where)
+	opts, _ := ParseOptions(ParseCmdline(cmdline))
+	a.Raise(opts.Trust, "seedinit.trust= on the kernel command line")
+	return a
 }
 
-// checkSeedTrust checks the seed's signatures under the policy, takes out
-// what Require refuses, logs each part's verdict (never its content) and
-// returns what the stages report: refused parts as errors, parts applied
-// unverified as warnings.
-func (p *PID1) checkSeedTrust(sd *seed.Seed) (errs, warns []string) {
-	policy := p.trustPolicy()
-	if policy == trust.Off {
+// KernelCmdline is the running kernel's command line.
+func KernelCmdline() string { return readCmdline() }
+
+// DecideTrust makes the one trust decision over sd under a on this
+// machine (its facts read from /sys), logs it (never a part's content)
+// and returns the seed to apply.
+func DecideTrust(sd *seed.Seed, a trust.Anchor, log *slog.Logger) (*seed.Seed, *trust.Decision) {
+	applied, d := trust.Decide(sd, a, trust.ReadFacts("/sys"))
+	LogTrust(d, log)
+	return applied, d
+}
+
+// LogTrust logs a decision: each part's verdict and each problem.
+func LogTrust(d *trust.Decision, log *slog.Logger) {
+	if d == nil || d.Policy == trust.Off.String() {
+		return
+	}
+	for _, p := range d.Problems {
+		log.Warn("seed trust", "policy", d.Policy, "problem", p)
+	}
+	for _, f := range d.Parts {
+		switch f.Verdict {
+		case trust.Trusted:
+			log.Info("seed part trusted", "part", f.Part, "detail", f.Detail, "manifest", d.Manifest)
+		case trust.NotApplied:
+			log.Error("seed part not applied", "part", f.Part, "policy", d.Policy, "why", f.Detail)
+		default:
+			log.Warn("seed part applied unverified", "part", f.Part, "policy", d.Policy, "why", f.Detail)
+		}
+	}
+}
+
+// decideSeedTrust is PID 1's decision: its anchor is in "/", the
+// initramfs it runs from or the root it is /sbin/init of.
+func (p *PID1) decideSeedTrust(sd *seed.Seed) (*seed.Seed, *trust.Decision) {
+	where := "/etc/seedinit in the root"
+	if p.Initramfs {
+		where = "/etc/seedinit in the initramfs"
+	}
+	a := trust.ReadAnchor("/", where)
+	a.Raise(p.Opts.Trust, "seedinit.trust= on the kernel command line")
+	return DecideTrust(sd, a, p.Log)
+}
+
+// trustRecordFile keeps the decision beside the seed PID 1 (or a run's
+// search) kept for the later stages, which apply it as it was decided.
+const trustRecordFile = "seedinit-trust.json"
+
+// saveTrustRecord writes d beside the kept seed in dir.
+func saveTrustRecord(dir string, d *trust.Decision) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return ds.WriteFileAtomic(filepath.Join(dir, trustRecordFile), append(b, '\n'))
+}
+
+// KeptTrust is the decision kept with the seed in SeedCacheDir (nil when
+// none is there), for the stages that run from that seed: the seed there
+// is what the decision let through. Only that directory's record counts:
+// a seed directory anyone else hands over is decided again.
+func KeptTrust(seedDir string) (*trust.Decision, error) {
+	same, err := sameDir(seedDir, SeedCacheDir)
+	if err != nil || !same {
 		return nil, nil
 	}
-	var keys trust.Keys
-	b, err := os.ReadFile(TrustedKeysPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		err = fmt.Errorf("no trusted keys (%s): no part can be trusted", TrustedKeysPath)
-	case err == nil:
-		keys, err = trust.ParseKeys(b, TrustedKeysPath)
+	b, err := seed.ReadSeedFile(filepath.Join(SeedCacheDir, trustRecordFile), 1<<20)
+	if os.IsNotExist(err) {
+		return nil, nil
 	}
 	if err != nil {
-		p.Log.Error("seed signatures", "error", err.Error())
-		if policy == trust.Require {
-			errs = append(errs, "seed signatures: "+err.Error())
-		} else {
-			warns = append(warns, "seed signatures: "+err.Error())
-		}
+		return nil, err
 	}
-	findings := trust.Check(sd, keys, policy)
-	for _, f := range findings {
-		switch {
-		case f.Trusted:
-			p.Log.Info("seed part trusted", "part", f.Part, "detail", f.Detail)
-		case f.Dropped:
-			p.Log.Error("seed part not applied", "part", f.Part, "policy", policy.String(), "why", f.Detail)
-		default:
-			p.Log.Warn("seed part applied unverified", "part", f.Part, "policy", policy.String(), "why", f.Detail)
-		}
+	var d trust.Decision
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(SeedCacheDir, trustRecordFile), err)
 	}
-	fErrs, fWarns := trust.Report(findings, policy)
-	return append(errs, fErrs...), append(warns, fWarns...)
+	return &d, nil
+}
+
+// sameDir says whether a and b are the same directory, by identity.
+func sameDir(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
 }

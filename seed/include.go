@@ -156,6 +156,10 @@ func (p *processor) include(part *mimePart, payload []byte, depth int) {
 func (p *processor) includeURL(part *mimePart, rawURL string, once bool, depth int) {
 	source := p.describe(part, 0)
 	shown := RedactURL(rawURL)
+	if p.opts.NoIncludes != "" {
+		p.processed.Refused = append(p.processed.Refused, fmt.Sprintf("%s: include %s: not applied: %s", source, shown, p.opts.NoIncludes))
+		return
+	}
 	if depth >= maxIncludeDepth {
 		p.failf("%s: include %s: more than %d levels of #include; skipped", source, shown, maxIncludeDepth)
 		return

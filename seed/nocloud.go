@@ -25,26 +25,71 @@ func LoadNoCloudDir(dir string) (*Seed, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The meta-data document as it is and the signatures beside the parts
-	// (PART.sig), for seed/trust.
-	s.MetaRaw, _ = ReadSeedFile(filepath.Join(dir, "meta-data"), maxSeedFile)
+	read := func(name string) ([]byte, error) { return ReadSeedFile(filepath.Join(dir, name), maxSeedFile) }
+	where := func(name string) string { return filepath.Join(dir, name) }
+	parts := map[string][]byte{}
 	for _, part := range PartNames {
-		if _, err := os.Lstat(filepath.Join(dir, part)); err != nil {
-			continue
-		}
-		sig, err := ReadSeedFile(filepath.Join(dir, SignatureFile(part)), maxSeedFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
+		b, err := read(part)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read NoCloud seed: %w", err)
 		}
-		if s.Signatures == nil {
-			s.Signatures = map[string][]byte{}
-		}
-		s.Signatures[part] = sig
+		parts[part] = b
+	}
+	s.MetaRaw = parts["meta-data"]
+	s.Documents = NoCloudDocuments(parts, where, "nocloud")
+	m, err := ReadManifest(read, where)
+	if err != nil {
+		return nil, fmt.Errorf("read NoCloud seed: %w", err)
+	}
+	if m != nil {
+		s.Manifests = append(s.Manifests, *m)
 	}
 	return s, nil
+}
+
+// NoCloudDocuments are the documents of a source in NoCloud's layout: its
+// parts as read (a nil part is one it does not have), each meta-data
+// document read on its own as NoCloud reads it (defaultID for a missing
+// instance-id). where names a file for messages.
+func NoCloudDocuments(parts map[string][]byte, where func(name string) string, defaultID string) []Document {
+	var docs []Document
+	for _, part := range PartNames {
+		content := parts[part]
+		if content == nil {
+			continue
+		}
+		d := Document{Part: part, Where: where(part), Content: content}
+		switch part {
+		case "meta-data":
+			if m, err := ReadNoCloudMeta(content, defaultID); err != nil {
+				d.MetaErr = err.Error()
+			} else {
+				d.Meta = &m
+			}
+		case "network-config":
+			d.Format, _ = NetworkConfigFormat(content)
+		}
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// ReadManifest reads the seed manifest and its signature beside a
+// source's parts; nil when it has neither. read returns fs.ErrNotExist
+// for a file the source does not have.
+func ReadManifest(read func(name string) ([]byte, error), where func(name string) string) (*SignedManifest, error) {
+	body, err := read(ManifestFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", where(ManifestFile), err)
+	}
+	sig, err := read(ManifestSignatureFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", where(ManifestSignatureFile), err)
+	}
+	if body == nil && sig == nil {
+		return nil, nil
+	}
+	return &SignedManifest{Where: where(ManifestFile), Manifest: body, Signature: sig}, nil
 }
 
 func loadNoCloudDir(dir string) (*Seed, error) {
@@ -129,34 +174,55 @@ func loadNoCloudDir(dir string) (*Seed, error) {
 // NoCloudFromFiles builds a NoCloud seed from its meta-data; where names
 // the file in errors.
 func NoCloudFromFiles(metaData []byte, where string) (*Seed, error) {
-	md, err := loadMapping(metaData)
+	m, err := ReadNoCloudMeta(metaData, "nocloud")
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", where, err)
 	}
-	if _, ok := md["instance-id"]; !ok {
-		md["instance-id"] = "nocloud"
-	}
-	s := &Seed{
-		Datasource: "NoCloud",
-		Platform:   "nocloud",
-		CloudName:  "nocloud",
-		Metadata:   md,
-	}
-	s.InstanceID = scalarString(md["instance-id"])
-	if s.InstanceID == "" {
-		return nil, fmt.Errorf("parse %s: instance-id is empty", where)
-	}
-	s.LocalHostname = scalarString(md["local-hostname"])
-	if s.LocalHostname == "" {
-		s.LocalHostname = scalarString(md["hostname"])
-	}
-	s.AvailabilityZone = scalarString(md["availability-zone"])
-	if s.AvailabilityZone == "" {
-		s.AvailabilityZone = scalarString(md["availability_zone"])
-	}
-	s.Region = scalarString(md["region"])
-	s.PublicKeys = NormalizePublicKeys(md["public-keys"])
+	s := &Seed{Datasource: "NoCloud", Platform: "nocloud", CloudName: "nocloud"}
+	s.SetMeta(m)
 	return s, nil
+}
+
+// ReadNoCloudMeta reads a NoCloud meta-data document (YAML or JSON) on
+// its own: NoCloudMeta of its mapping.
+func ReadNoCloudMeta(raw []byte, defaultID string) (Meta, error) {
+	md, err := loadMapping(raw)
+	if err != nil {
+		return Meta{}, err
+	}
+	return NoCloudMeta(md, defaultID)
+}
+
+// NoCloudMeta reads NoCloud meta-data as cloud-init's NoCloud does: the
+// instance-id (defaultID when the key is missing; an error when it is
+// empty), local-hostname or hostname, the zone and region, public-keys
+// and network-interfaces. md becomes the tree, the default instance-id
+// added.
+func NoCloudMeta(md map[string]any, defaultID string) (Meta, error) {
+	if _, ok := md["instance-id"]; !ok && defaultID != "" {
+		md["instance-id"] = defaultID
+	}
+	m := Meta{Metadata: md, InstanceID: scalarString(md["instance-id"])}
+	if m.InstanceID == "" {
+		return Meta{}, errors.New("instance-id is empty")
+	}
+	m.LocalHostname = scalarString(md["local-hostname"])
+	if m.LocalHostname == "" {
+		m.LocalHostname = scalarString(md["hostname"])
+	}
+	m.AvailabilityZone = scalarString(md["availability-zone"])
+	if m.AvailabilityZone == "" {
+		m.AvailabilityZone = scalarString(md["availability_zone"])
+	}
+	m.Region = scalarString(md["region"])
+	m.PublicKeys = NormalizePublicKeys(md["public-keys"])
+	if cn := scalarString(md["cloud-name"]); cn != "" {
+		m.CloudName = strings.ToLower(cn)
+	}
+	if eni := scalarString(md["network-interfaces"]); eni != "" {
+		m.NetworkConfig, m.NetworkFormat = []byte(eni), "eni"
+	}
+	return m, nil
 }
 
 // loadMapping parses YAML (JSON included) that must be a mapping; an empty
@@ -245,6 +311,8 @@ func scalarString(v any) string {
 		return strings.TrimSpace(s)
 	case float64:
 		return yaml11.FormatFloat(s)
+	case map[string]any, []any:
+		return ""
 	}
 	return fmt.Sprint(v)
 }

@@ -70,7 +70,7 @@ func TestLoadNoCloudDir(t *testing.T) {
 			if got.Datasource != "NoCloud" || got.Subplatform != "seed-dir ("+dir+")" {
 				t.Errorf("datasource %q subplatform %q", got.Datasource, got.Subplatform)
 			}
-			opts := cmp.Options{cmpIgnore("Datasource", "Subplatform", "Platform", "CloudName", "Metadata", "MetaRaw")}
+			opts := cmp.Options{cmpIgnore("Datasource", "Subplatform", "Platform", "CloudName", "Metadata", "MetaRaw", "Documents")}
 			if d := cmp.Diff(tt.want, *got, opts); d != "" {
 				t.Errorf("seed (-want +got):\n%s", d)
 			}

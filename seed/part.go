@@ -44,4 +44,7 @@ type Processed struct {
 	// Warnings are problems that did not stop the rest: a part that could
 	// not be fetched, an unknown content type, a #part-handler.
 	Warnings []string
+	// Refused are the includes NoIncludes refused: parts of the config a
+	// policy left out, which a run reports as errors.
+	Refused []string
 }

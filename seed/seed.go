@@ -42,21 +42,31 @@ type Seed struct {
 	NetworkConfig []byte
 	NetworkFormat string
 
-	// MetaRaw is the meta-data as served, when the source has it as one
-	// document (NoCloud's meta-data file), for its signature.
+	// MetaRaw is the meta-data document the applied meta-data is, as
+	// served, when it is one document (NoCloud's meta-data file); nil when
+	// the meta-data was merged from several sources or built from many
+	// URLs. It is what the TPM measures as meta-data.
 	MetaRaw []byte
-	// Signatures are the signatures the source served beside the parts,
-	// by part name (PartNames; seed/trust checks them).
-	Signatures map[string][]byte
+
+	// Documents are the parts as each source served them, and Manifests
+	// the signed seed manifests served beside them: what seed/trust
+	// decides on. Datasources add them; the decision builds the seed it
+	// lets through from them alone.
+	Documents []Document
+	Manifests []SignedManifest
 }
 
 // PartNames are a seed's parts as a NoCloud seed names its files, the
-// ones signed and measured, in the order they are checked and measured.
+// ones a manifest covers and the TPM measures, in the order they are
+// checked and measured.
 var PartNames = []string{"meta-data", "user-data", "vendor-data", "network-config"}
 
-// SignatureFile names the signature served beside the file name: the
-// same name with .sig after it.
-func SignatureFile(name string) string { return name + ".sig" }
+// The seed manifest and its signature, beside the parts wherever a seed's
+// publisher can put files (seed/trust reads them).
+const (
+	ManifestFile          = "seed-manifest"
+	ManifestSignatureFile = "seed-manifest.sig"
+)
 
 // PartContent is the content of the part name as it will be applied (the
 // meta-data document as served), nil when s has none.
@@ -72,6 +82,64 @@ func (s *Seed) PartContent(name string) []byte {
 		return s.NetworkConfig
 	}
 	return nil
+}
+
+// Document is one part as a source served it.
+type Document struct {
+	// Part is the role the source gave it: one of PartNames.
+	Part string
+	// Where names the file or URL it was read from, for messages.
+	Where string
+	// Content is the part's bytes as served.
+	Content []byte
+	// Meta is what a meta-data document says on its own, read as its
+	// datasource reads it; nil for other parts, and for a meta-data
+	// document its datasource could not read (MetaErr says why).
+	Meta    *Meta
+	MetaErr string
+	// Format is a network-config document's format, as the datasource
+	// reads it ("v1", "v2", "network_data.json", ...).
+	Format string
+}
+
+// SignedManifest is a seed manifest and its signature as a source served
+// them; seed/trust parses and verifies them.
+type SignedManifest struct {
+	Where     string
+	Manifest  []byte
+	Signature []byte
+}
+
+// AddDocument notes a part a source served.
+func (s *Seed) AddDocument(d Document) { s.Documents = append(s.Documents, d) }
+
+// Meta is what meta-data says of the instance: the tree and the fields a
+// datasource takes from it.
+type Meta struct {
+	Metadata         map[string]any
+	InstanceID       string
+	LocalHostname    string
+	Region           string
+	AvailabilityZone string
+	PublicKeys       []string
+	// CloudName is the cloud the meta-data names ("" keeps the
+	// datasource's own).
+	CloudName string
+	// NetworkConfig is network configuration the meta-data itself holds
+	// (NoCloud's network-interfaces), with its format.
+	NetworkConfig []byte
+	NetworkFormat string
+}
+
+// SetMeta makes m the seed's meta-data.
+func (s *Seed) SetMeta(m Meta) {
+	s.Metadata = m.Metadata
+	s.InstanceID, s.LocalHostname = m.InstanceID, m.LocalHostname
+	s.Region, s.AvailabilityZone = m.Region, m.AvailabilityZone
+	s.PublicKeys = m.PublicKeys
+	if m.CloudName != "" {
+		s.CloudName = m.CloudName
+	}
 }
 
 // KeptFile is a file a datasource leaves in the target.

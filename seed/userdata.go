@@ -57,6 +57,11 @@ type Options struct {
 	// paths, but user-data must not read the files of the machine it
 	// configures.
 	Fetch func(ctx context.Context, url string) ([]byte, error)
+	// NoIncludes, when set, refuses every #include and
+	// text/x-include-url (a cached #include-once too) with this reason:
+	// under a trust policy that applies only what a signed manifest
+	// covers, content fetched from a URL is not applied.
+	NoIncludes string
 	// IncludeOnce keeps #include-once content, which cloud-init fetches
 	// once per instance and reads from its urlcache ever after. nil
 	// fetches #include-once URLs every time, like #include.

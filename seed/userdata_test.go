@@ -501,6 +501,25 @@ func TestProcessUserDataInclude(t *testing.T) {
 		}
 	})
 
+	// Under a trust policy that applies only what a signed manifest
+	// covers, no URL is fetched, and a cached #include-once is not read.
+	t.Run("NoIncludes refuses every include", func(t *testing.T) {
+		cache := &MemoryIncludeCache{}
+		cache.Put(srv.URL+"/once", []byte("#!/bin/sh\necho cached\n"))
+		before := srv.hits["/script"].Load()
+		raw := []byte("#include " + srv.URL + "/script\n#include-once " + srv.URL + "/once\n")
+		got, err := ProcessUserData(context.Background(), raw, Options{IncludeOnce: cache, NoIncludes: "seed trust is require"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Parts) != 0 || srv.hits["/script"].Load() != before {
+			t.Errorf("parts %+v, fetched %d times", got.Parts, srv.hits["/script"].Load()-before)
+		}
+		if len(got.Refused) != 2 || !strings.Contains(got.Refused[0], "not applied: seed trust is require") || len(got.Warnings) != 0 {
+			t.Errorf("refused %q, warnings %q", got.Refused, got.Warnings)
+		}
+	})
+
 	t.Run("#include after #include-once turns caching off", func(t *testing.T) {
 		cache := &MemoryIncludeCache{}
 		raw := []byte("#include-once " + srv.URL + "/cc\n#include " + srv.URL + "/script\n")

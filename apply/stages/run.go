@@ -23,6 +23,7 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // DefaultModuleTimeout bounds one module; scripts_user and runcmd are the
@@ -50,9 +51,13 @@ type Options struct {
 	// target), which restorecon needs; nil reads the target's selinuxfs.
 	SELinuxLoaded func(root *target.Root) bool
 	// SeedErrors and SeedWarnings are what was found wrong with the seed
-	// before the run (its signatures), reported with the first stage's
-	// own in the report and status.json.
+	// before the run (its trust decision), reported with the first
+	// stage's own in the report and status.json.
 	SeedErrors, SeedWarnings []string
+	// SeedTrust is the trust decision the seed was let through by, kept
+	// in status.json (nil: none was made, as for a seed kept from
+	// before).
+	SeedTrust *trust.Decision
 }
 
 // Module outcomes.
@@ -145,6 +150,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	report := &Report{Datasource: datasourceLine(opts.Seed), InstanceID: st.InstanceID}
 	status := loadStatus(opts.Root, opts.Stages[0] == apply.StageLocal || st.NewInstance)
 	status.setDatasource(report.Datasource)
+	if opts.SeedTrust != nil {
+		status.V1.Trust = opts.SeedTrust
+	}
 
 	var prep *Prepared
 	var prestarted map[string]any
@@ -425,6 +433,9 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 	}
 	decode := func(what string, raw []byte) (*seed.Processed, map[string]any) {
 		o := seed.Options{MaxSize: opts.MaxUserData, Fetch: opts.Fetch, TemplateVars: vars, IncludeOnce: includeOnce, Name: what}
+		if opts.SeedTrust != nil && opts.SeedTrust.Policy == trust.Require.String() {
+			o.NoIncludes = "seed trust is require, and a URL's content is no part of a signed seed (put it in the user-data: seedinit make-mime)"
+		}
 		if what == "user-data" {
 			o.LaunchIndex = launchIndex(opts.Seed.Metadata)
 		}
@@ -434,6 +445,7 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 			return &seed.Processed{}, nil
 		}
 		p.Warnings = append(p.Warnings, summarize(what+": ", "warnings of "+what, proc.Warnings)...)
+		p.Errors = append(p.Errors, summarize(what+": ", "includes of "+what+" refused", proc.Refused)...)
 		cfg, errs := merge.MergeParts(proc.Parts)
 		for _, e := range errs {
 			p.Errors = append(p.Errors, fmt.Sprintf("%s: %v", what, e))

@@ -19,6 +19,7 @@ import (
 	"github.com/seedinit/seedinit/apply/merge"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/pyfmt"
+	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -47,7 +48,14 @@ type StatusV1 struct {
 	Datasource *string                 `json:"datasource"`
 	Stage      *string                 `json:"stage"`
 	Stages     map[string]*StageStatus `json:"-"`
+	// Trust is the seed's trust decision (seedinit's own key,
+	// trustStatusKey; cloud-init's readers take an object without start,
+	// finished and errors for a stage that never ran).
+	Trust *trust.Decision `json:"-"`
 }
+
+// trustStatusKey holds the seed's trust decision in status.json's v1.
+const trustStatusKey = "seedinit_trust"
 
 // MarshalJSON flattens the stages beside datasource and stage, as
 // cloud-init lays them out.
@@ -55,6 +63,9 @@ func (s StatusV1) MarshalJSON() ([]byte, error) {
 	m := map[string]any{"datasource": s.Datasource, "stage": s.Stage}
 	for k, v := range s.Stages {
 		m[k] = v
+	}
+	if s.Trust != nil {
+		m[trustStatusKey] = s.Trust
 	}
 	return json.Marshal(m)
 }
@@ -72,6 +83,11 @@ func (s *StatusV1) UnmarshalJSON(b []byte) error {
 			json.Unmarshal(v, &s.Datasource)
 		case "stage":
 			json.Unmarshal(v, &s.Stage)
+		case trustStatusKey:
+			var d trust.Decision
+			if json.Unmarshal(v, &d) == nil {
+				s.Trust = &d
+			}
 		default:
 			var st StageStatus
 			if json.Unmarshal(v, &st) == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -28,8 +29,8 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	rootDir := fs.String("root", "", "target root directory (required)")
 	seedDir := fs.String("seed", "", "NoCloud seed directory: meta-data, user-data, vendor-data, network-config (required)")
 	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all")
-	trustKeys := fs.String("trust-keys", "", "trusted Ed25519 keys for the seed's signatures (authorized_keys lines)")
-	trustPolicy := fs.String("trust", "off", "seed signatures: off, warn (report unsigned parts) or require (leave them out)")
+	trustKeys := fs.String("trust-keys", "", "trusted Ed25519 keys for the seed's manifest (authorized_keys lines; default: the target's "+trust.KeysFile+")")
+	trustPolicy := fs.String("trust", "", "seed trust: off, warn (report what no trusted manifest covers) or require (apply only what it covers); default: the target's "+trust.PolicyFile+", else off")
 	out := outputFlags(fs)
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
@@ -37,39 +38,59 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if *rootDir == "" || *seedDir == "" {
 		return fail(stderr, "apply: --root and --seed are required")
 	}
-	policy, err := trust.ParsePolicy(*trustPolicy)
+	anchor, err := applyAnchor(*rootDir, *trustPolicy, *trustKeys)
 	if err != nil {
-		return fail(stderr, "apply: --trust: %v", err)
+		return fail(stderr, "apply: %v", err)
 	}
-	check := &seedCheck{policy: policy}
-	if *trustKeys != "" {
-		b, err := os.ReadFile(*trustKeys)
+	decide := func(_ string, sd *seed.Seed, log *slog.Logger) (*seed.Seed, *trust.Decision, bool) {
+		applied, d := boot.DecideTrust(sd, anchor, log)
+		return applied, d, false
+	}
+	return runStages("apply", *rootDir, *seedDir, *stageName, decide, out, stdout, stderr)
+}
+
+// applyAnchor is apply's trust anchor: the target's own files, each
+// unless --trust or --trust-keys names another.
+func applyAnchor(rootDir, policyFlag, keysFlag string) (trust.Anchor, error) {
+	a := trust.Anchor{}
+	var where []string
+	var problem string
+	if policyFlag != "" {
+		p, err := trust.ParsePolicy(policyFlag)
 		if err != nil {
-			return fail(stderr, "apply: --trust-keys: %v", err)
+			return a, fmt.Errorf("--trust: %w", err)
 		}
-		if check.keys, err = trust.ParseKeys(b, *trustKeys); err != nil {
-			return fail(stderr, "apply: --trust-keys: %v", err)
+		a.Policy = p
+		where = append(where, "--trust "+p.String())
+	} else {
+		if a.Policy, problem = trust.ReadPolicyFile(rootDir); problem != "" {
+			a.Problems = append(a.Problems, problem)
 		}
-	} else if policy != trust.Off {
-		return fail(stderr, "apply: --trust %s needs --trust-keys", policy)
+		where = append(where, "the target's "+trust.PolicyFile)
 	}
-	return runStages("apply", *rootDir, *seedDir, *stageName, check, out, stdout, stderr)
+	if keysFlag != "" {
+		b, err := os.ReadFile(keysFlag)
+		if err != nil {
+			return a, fmt.Errorf("--trust-keys: %w", err)
+		}
+		if a.Keys, err = trust.ParseKeys(b, keysFlag); err != nil {
+			return a, fmt.Errorf("--trust-keys: %w", err)
+		}
+		where = append(where, "--trust-keys "+keysFlag)
+	} else {
+		if a.Keys, problem = trust.ReadKeysFile(rootDir); problem != "" {
+			a.Problems = append(a.Problems, problem)
+		}
+		where = append(where, "the target's "+trust.KeysFile)
+	}
+	a.Where = strings.Join(where, " and ")
+	return a, nil
 }
 
-// seedCheck is apply's seed signature check (--trust, --trust-keys).
-type seedCheck struct {
-	policy trust.Policy
-	keys   trust.Keys
-}
-
-// run checks sd and returns what the stages report: refused parts as
-// errors, unverified ones as warnings.
-func (c *seedCheck) run(sd *seed.Seed) (errs, warns []string) {
-	if c == nil {
-		return nil, nil
-	}
-	return trust.Report(trust.Check(sd, c.keys, c.policy), c.policy)
-}
+// decideFunc makes a run's trust decision over the seed it loaded: the
+// seed to apply, the decision, and whether the decision was kept from
+// the run that read the seed (reported in status.json already).
+type decideFunc func(seedDir string, sd *seed.Seed, log *slog.Logger) (*seed.Seed, *trust.Decision, bool)
 
 // output holds the flags apply and run share.
 type output struct {
@@ -84,7 +105,7 @@ func outputFlags(fs *flag.FlagSet) output {
 	}
 }
 
-func runStages(verb, rootDir, seedDir, stageName string, check *seedCheck, out output, stdout, stderr io.Writer) int {
+func runStages(verb, rootDir, seedDir, stageName string, decide decideFunc, out output, stdout, stderr io.Writer) int {
 	var stageList []apply.Stage
 	if stageName != "all" {
 		st, err := apply.ParseStage(stageName)
@@ -110,7 +131,6 @@ func runStages(verb, rootDir, seedDir, stageName string, check *seedCheck, out o
 	if b, err := seed.ReadSeedFile(filepath.Join(seedDir, "datasource"), 4096); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		sd.Datasource = strings.TrimSpace(string(b))
 	}
-	seedErrs, seedWarns := check.run(sd)
 
 	level := slog.LevelInfo
 	if *out.debug {
@@ -122,6 +142,13 @@ func runStages(verb, rootDir, seedDir, stageName string, check *seedCheck, out o
 		logOut = &logBuf
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	// Before anything of the seed is used: from here on, sd is what the
+	// decision lets through.
+	sd, decision, kept := decide(seedDir, sd, log)
+	var seedErrs, seedWarns []string
+	if !kept {
+		seedErrs, seedWarns = decision.Report()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -148,6 +175,7 @@ func runStages(verb, rootDir, seedDir, stageName string, check *seedCheck, out o
 
 		SeedErrors:   seedErrs,
 		SeedWarnings: seedWarns,
+		SeedTrust:    decision,
 	})
 	elapsed := time.Since(start)
 	// The log is kept in the target like cloud-init.log, appended per run.

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // runInit is PID 1: in an initramfs (as /init) it mounts the real root on
@@ -50,6 +52,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "run: --dhcp is for the network search, not --stage local or --after-handoff")
 	}
 	keepOnly := *stageName == "none"
+	searched := false
 	if keepOnly && !*keepSelf {
 		return fail(stderr, "run: --stage none is for --keep-self")
 	}
@@ -74,6 +77,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 				return code
 			}
 			*seedDir = boot.SeedCacheDir
+			searched = true
 		}
 	}
 	if *afterHandoff {
@@ -109,8 +113,37 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		// as cloud-init's do.
 		boot.RestorePriority()
 	}
-	// The seed PID 1 kept was checked when it was read.
-	return runStages("run", *rootDir, *seedDir, *stageName, nil, out, stdout, stderr)
+	return runStages("run", *rootDir, *seedDir, *stageName, runDecision(*rootDir, searched), out, stdout, stderr)
+}
+
+// runDecision is run's trust decision, PID 1's rule on the system run
+// works on: the anchor is the root's own /etc/seedinit, raised by
+// seedinit.trust= on the kernel command line. A seed PID 1 or an earlier
+// run's search kept in SeedCacheDir was decided when it was read: its
+// decision stands unless the anchor here asks for more, and then it is
+// decided again. searched: this run's own search made the kept decision,
+// which its stages are the first to report.
+func runDecision(rootDir string, searched bool) decideFunc {
+	return func(seedDir string, sd *seed.Seed, log *slog.Logger) (*seed.Seed, *trust.Decision, bool) {
+		a := runAnchor(rootDir)
+		if d, err := boot.KeptTrust(seedDir); err != nil {
+			log.Warn("seed trust: the decision kept with the seed is unreadable; deciding again", "error", err.Error())
+		} else if d != nil {
+			if p, err := trust.ParsePolicy(d.Policy); err == nil && p >= a.Policy {
+				if !searched {
+					boot.LogTrust(d, log)
+				}
+				return sd, d, !searched
+			}
+		}
+		applied, d := boot.DecideTrust(sd, a, log)
+		return applied, d, false
+	}
+}
+
+// runAnchor is the trust anchor of a run on rootDir.
+func runAnchor(rootDir string) trust.Anchor {
+	return boot.TrustAnchor(rootDir, "/etc/seedinit in the root "+rootDir, boot.KernelCmdline())
 }
 
 // keepSelfWait bounds how long `run --stage none --keep-self` waits for
@@ -196,7 +229,10 @@ func searchSeed(rootDir, stageName string, withDHCP, debug bool, stderr io.Write
 	if res == nil || res.Seed == nil {
 		return fail(stderr, "run: no datasource found: %v", err), takeDown
 	}
-	if err := boot.SaveSeed(res.Seed); err != nil {
+	// Decided here, as PID 1 decides, before anything of it is kept: the
+	// later stages apply what the decision let through, and report it.
+	sd, decision := boot.DecideTrust(res.Seed, runAnchor(rootDir), stderrLogger(debug, stderr))
+	if err := boot.SaveSeed(sd, decision); err != nil {
 		return fail(stderr, "run: keep the seed: %v", err), takeDown
 	}
 	return exitOK, takeDown

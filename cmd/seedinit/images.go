@@ -3,19 +3,18 @@ package main
 import (
 	"bytes"
 	"crypto/ed25519"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
-	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -105,7 +104,7 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		return runSeedSign(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--sign-key KEY] -o OUT\n       seedinit seed sign --key KEY DIR")
+		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--sign-key KEY [BINDINGS]] -o OUT\n       seedinit seed sign --key KEY [BINDINGS] DIR\n  BINDINGS: [--system-uuid U]... [--mac M]... [--instance-id ID]... [--not-before T] [--not-after T | --valid-for D]")
 	}
 	fs := flag.NewFlagSet("seedinit seed build", flag.ContinueOnError)
 	kind := fs.String("kind", "nocloud", "nocloud (label cidata) or configdrive (label config-2)")
@@ -115,7 +114,8 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 	netConfig := fs.String("network-config", "", "network config file (network_data.json for a config drive)")
 	vendorData := fs.String("vendor-data", "", "vendor-data file")
 	label := fs.String("label", "", "volume label (default: cidata or config-2)")
-	signKey := fs.String("sign-key", "", "sign the parts with this Ed25519 private key (PART.sig beside each; see seedinit seed sign)")
+	signKey := fs.String("sign-key", "", "sign the seed with this Ed25519 private key: a seed-manifest and its seed-manifest.sig beside the parts (see seedinit seed sign)")
+	bind := manifestFlags(fs)
 	outFile := fs.String("o", "", "output image")
 	if _, code, ok := parseFlags(fs, args[1:], stderr); !ok {
 		return code
@@ -140,56 +140,18 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "seed build: %v", err)
 		}
-		o.Sign = func(content []byte) ([]byte, error) { return trust.Sign(priv, content) }
+		m, err := bind.manifest(time.Now())
+		if err != nil {
+			return fail(stderr, "seed build: %v", err)
+		}
+		o.Sign = func(parts map[string][]byte) ([]byte, []byte, error) { return signManifest(priv, m, parts) }
+	} else if bind.given() {
+		return fail(stderr, "seed build: the bindings (--system-uuid, --mac, --instance-id, --not-before, --not-after, --valid-for) are for --sign-key")
 	}
 	if err := seedimg.Build(*outFile, o); err != nil {
 		return fail(stderr, "seed build: %v", err)
 	}
 	fmt.Fprintf(stdout, "%s: %s seed image (%s)\n", *outFile, *kind, *format)
-	return exitOK
-}
-
-// runSeedSign is `seedinit seed sign --key KEY DIR`: each of DIR's
-// meta-data, user-data, vendor-data and network-config gets a signature
-// beside it (PART.sig), as `ssh-keygen -Y sign -n seedinit-seed` makes.
-func runSeedSign(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("seedinit seed sign", flag.ContinueOnError)
-	keyFile := fs.String("key", "", "Ed25519 private key (OpenSSH format, unencrypted: ssh-keygen -t ed25519 -N '')")
-	rest, code, ok := parseFlags(fs, args, stderr)
-	if !ok {
-		return code
-	}
-	if *keyFile == "" || len(rest) != 1 {
-		return fail(stderr, "seed sign: usage: seedinit seed sign --key KEY DIR")
-	}
-	priv, err := readSigningKey(*keyFile)
-	if err != nil {
-		return fail(stderr, "seed sign: %v", err)
-	}
-	dir := rest[0]
-	signed := 0
-	for _, part := range seed.PartNames {
-		p := filepath.Join(dir, part)
-		data, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fail(stderr, "seed sign: %v", err)
-		}
-		sig, err := trust.Sign(priv, data)
-		if err != nil {
-			return fail(stderr, "seed sign: %s: %v", p, err)
-		}
-		if err := writeFileAtomic(seed.SignatureFile(p), sig, 0o644); err != nil {
-			return fail(stderr, "seed sign: %v", err)
-		}
-		fmt.Fprintln(stdout, seed.SignatureFile(p))
-		signed++
-	}
-	if signed == 0 {
-		return fail(stderr, "seed sign: %s has none of %s", dir, strings.Join(seed.PartNames, ", "))
-	}
 	return exitOK
 }
 

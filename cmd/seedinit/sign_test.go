@@ -1,16 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -47,11 +55,13 @@ func TestSeedSign(t *testing.T) {
 	key, pubFile := writeSigningKey(t, dir)
 	seedDir := filepath.Join(dir, "seed")
 	os.Mkdir(seedDir, 0o755)
-	for name, content := range map[string]string{"meta-data": "instance-id: i-1\n", "user-data": "#cloud-config\n", "other": "x"} {
+	files := map[string]string{"meta-data": "instance-id: i-1\n", "user-data": "#cloud-config\n", "other": "x"}
+	for name, content := range files {
 		os.WriteFile(filepath.Join(seedDir, name), []byte(content), 0o644)
 	}
-	code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir)
-	if code != exitOK || strings.Count(out, ".sig") != 2 {
+	code, out, stderr := run(t, "seed", "sign", "--key", key, "--system-uuid", "4C4C4544-0042-3510-8052-B3C04F4D4E32",
+		"--mac", "52-54-00-12-34-56", "--instance-id", "i-1", "--valid-for", "30d", seedDir)
+	if code != exitOK || !strings.Contains(out, "seed-manifest: meta-data user-data") {
 		t.Fatalf("seed sign: %d\n%s%s", code, out, stderr)
 	}
 	pubLine, _ := os.ReadFile(pubFile)
@@ -59,24 +69,118 @@ func TestSeedSign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, part := range []string{"meta-data", "user-data"} {
-		content, _ := os.ReadFile(filepath.Join(seedDir, part))
-		sig, err := os.ReadFile(filepath.Join(seedDir, part+".sig"))
+	body, _ := os.ReadFile(filepath.Join(seedDir, "seed-manifest"))
+	sig, _ := os.ReadFile(filepath.Join(seedDir, "seed-manifest.sig"))
+	if _, err := keys.Verify(body, sig); err != nil {
+		t.Fatalf("the manifest's signature: %v", err)
+	}
+	m, err := trust.ParseManifest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Parts) != 2 || m.Parts["user-data"] != trust.Digest([]byte(files["user-data"])) || m.Parts["meta-data"] != trust.Digest([]byte(files["meta-data"])) {
+		t.Errorf("parts %x", m.Parts)
+	}
+	if m.SystemUUIDs[0] != "4c4c4544-0042-3510-8052-b3c04f4d4e32" || m.MACs[0] != "52:54:00:12:34:56" || m.InstanceIDs[0] != "i-1" ||
+		m.NotAfter.Sub(m.SignedAt) != 30*24*time.Hour || time.Since(m.SignedAt) > time.Minute {
+		t.Errorf("bindings %+v", m)
+	}
+	for _, args := range [][]string{
+		{"--key", pubFile, seedDir},               // a public key
+		{"--key", key, t.TempDir()},               // nothing to sign
+		{"--key", key, "--mac", "52:54", seedDir}, // a bad binding
+		{"--key", key, "--valid-for", "1d", "--not-after", "2027-01-01T00:00:00Z", seedDir}, // two ends
+	} {
+		if code, _, stderr := run(t, append([]string{"seed", "sign"}, args...)...); code == exitOK || !strings.Contains(stderr, "seed sign") {
+			t.Errorf("seed sign %q: %d %s", args, code, stderr)
+		}
+	}
+}
+
+// ssh-keygen and sha256sum are the oracles: the manifest seed sign writes
+// verifies with `ssh-keygen -Y verify -n seedinit-seed-manifest`, its
+// digests are sha256sum's, and a manifest ssh-keygen signs is trusted.
+func TestSeedSignOracles(t *testing.T) {
+	keygen, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		t.Skip("ssh-keygen is not installed (scripts/install-deps installs openssh-client)")
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-C", "seed@build", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	seedDir := filepath.Join(dir, "seed")
+	os.Mkdir(seedDir, 0o755)
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: i-1\n"), 0o644)
+	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\nhostname: h\n"), 0o644)
+	if code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir); code != exitOK {
+		t.Fatalf("seed sign: %s%s", out, stderr)
+	}
+	pub, _ := os.ReadFile(key + ".pub")
+	allowed := filepath.Join(dir, "allowed_signers")
+	os.WriteFile(allowed, []byte("seed@build namespaces=\""+trust.Namespace+"\" "+string(pub)), 0o644)
+	manifest := filepath.Join(seedDir, "seed-manifest")
+	verify := exec.Command(keygen, "-Y", "verify", "-f", allowed, "-I", "seed@build", "-n", "seedinit-seed-manifest", "-s", manifest+".sig")
+	body, _ := os.ReadFile(manifest)
+	verify.Stdin = bytes.NewReader(body)
+	if out, err := verify.CombinedOutput(); err != nil {
+		t.Errorf("ssh-keygen -Y verify: %v\n%s", err, out)
+	}
+	if sum, err := exec.LookPath("sha256sum"); err == nil {
+		out, err := exec.Command(sum, filepath.Join(seedDir, "meta-data"), filepath.Join(seedDir, "user-data")).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := keys.Verify(content, sig); err != nil {
-			t.Errorf("%s.sig: %v", part, err)
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			hex, file, _ := strings.Cut(line, "  ")
+			if !strings.Contains(string(body), "part "+filepath.Base(file)+" sha256:"+hex+"\n") {
+				t.Errorf("sha256sum says %s, the manifest:\n%s", line, body)
+			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(seedDir, "other.sig")); err == nil {
-		t.Error("a file that is no seed part was signed")
+	// A manifest signed by ssh-keygen itself is as good.
+	os.Remove(manifest + ".sig")
+	if out, err := exec.Command(keygen, "-Y", "sign", "-f", key, "-n", "seedinit-seed-manifest", manifest).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -Y sign: %v\n%s", err, out)
 	}
-	if code, _, stderr := run(t, "seed", "sign", "--key", pubFile, seedDir); code == exitOK || !strings.Contains(stderr, "seed sign") {
-		t.Errorf("a public key as the signing key: %d %s", code, stderr)
+	keys, _ := trust.ParseKeys(pub, "pub")
+	theirs, _ := os.ReadFile(manifest + ".sig")
+	if _, err := keys.Verify(body, theirs); err != nil {
+		t.Errorf("ssh-keygen's signature: %v", err)
 	}
-	if code, _, _ := run(t, "seed", "sign", "--key", key, t.TempDir()); code == exitOK {
-		t.Error("an empty directory was signed")
+	// One made the old way, over a part in the namespace seedinit-seed,
+	// is no manifest signature.
+	os.Remove(manifest + ".sig")
+	if out, err := exec.Command(keygen, "-Y", "sign", "-f", key, "-n", "seedinit-seed", manifest).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -Y sign: %v\n%s", err, out)
+	}
+	old, _ := os.ReadFile(manifest + ".sig")
+	if _, err := keys.Verify(body, old); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("a signature in the old namespace: %v", err)
+	}
+}
+
+// A config drive's tree gets a manifest in each openstack/VERSION/.
+func TestSeedSignConfigDrive(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := writeSigningKey(t, dir)
+	for _, v := range []string{"2012-08-10", "latest"} {
+		d := filepath.Join(dir, "cd", "openstack", v)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "meta_data.json"), []byte(`{"uuid": "u-1"}`), 0o644)
+		os.WriteFile(filepath.Join(d, "user_data"), []byte("#cloud-config\n"), 0o644)
+	}
+	code, out, stderr := run(t, "seed", "sign", "--key", key, filepath.Join(dir, "cd"))
+	if code != exitOK || strings.Count(out, "seed-manifest: meta-data user-data") != 2 {
+		t.Fatalf("seed sign: %d\n%s%s", code, out, stderr)
+	}
+	for _, v := range []string{"2012-08-10", "latest"} {
+		body, _ := os.ReadFile(filepath.Join(dir, "cd", "openstack", v, "seed-manifest"))
+		m, err := trust.ParseManifest(body)
+		if err != nil || m.Parts["meta-data"] != trust.Digest([]byte(`{"uuid": "u-1"}`)) || len(m.Parts) != 2 {
+			t.Errorf("%s: %+v, %v", v, m, err)
+		}
 	}
 }
 
@@ -104,9 +208,9 @@ func TestTrustExtras(t *testing.T) {
 	}
 }
 
-// seed build --sign-key: the image's parts carry signatures that the
-// NoCloud reader finds beside them and the trusted key verifies, on ISO
-// and FAT images.
+// seed build --sign-key: the image holds a manifest over its parts that
+// the readers find beside them and a trusted key lets through whole, on
+// ISO and FAT images, NoCloud and config drives.
 func TestSeedBuildSigned(t *testing.T) {
 	dir := t.TempDir()
 	key, pubFile := writeSigningKey(t, dir)
@@ -116,34 +220,35 @@ func TestSeedBuildSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, ud := filepath.Join(dir, "meta-data"), filepath.Join(dir, "user-data")
-	os.WriteFile(md, []byte("instance-id: i-signed\n"), 0o644)
+	os.WriteFile(md, []byte("instance-id: i-signed\nlocal-hostname: signed\n"), 0o644)
 	os.WriteFile(ud, []byte("#cloud-config\nhostname: signed\n"), 0o644)
-	for _, format := range []string{"iso", "vfat"} {
-		img := filepath.Join(dir, "seed."+format)
-		if code, out, stderr := run(t, "seed", "build", "--format", format, "--meta-data", md, "--user-data", ud, "--sign-key", key, "-o", img); code != exitOK {
-			t.Fatalf("seed build %s: %d %s%s", format, code, out, stderr)
-		}
-		env := &ds.Env{Devices: ds.FileDevices{"/dev/vdb": img}}
-		// Local sources only: nothing may be asked of the network here.
-		s, err := ds.DetectStage(context.Background(), env, 0, ds.StageLocal)
-		if err != nil || s.Seed == nil {
-			t.Fatalf("%s: read the seed back: %v", format, err)
-		}
-		findings := trust.Check(s.Seed, keys, trust.Require)
-		if len(findings) != 2 {
-			t.Errorf("%s: findings %v", format, findings)
-		}
-		for _, f := range findings {
-			if !f.Trusted {
-				t.Errorf("%s: %v", format, f)
+	for _, kind := range []string{"nocloud", "configdrive"} {
+		for _, format := range []string{"iso", "vfat"} {
+			img := filepath.Join(dir, kind+"."+format)
+			if code, out, stderr := run(t, "seed", "build", "--kind", kind, "--format", format, "--meta-data", md, "--user-data", ud, "--sign-key", key, "--valid-for", "1h", "-o", img); code != exitOK {
+				t.Fatalf("seed build %s %s: %d %s%s", kind, format, code, out, stderr)
+			}
+			env := &ds.Env{Devices: ds.FileDevices{"/dev/vdb": img}}
+			// Local sources only: nothing may be asked of the network here.
+			res, err := ds.DetectStage(context.Background(), env, 0, ds.StageLocal)
+			if err != nil || res.Seed == nil {
+				t.Fatalf("%s %s: read the seed back: %v", kind, format, err)
+			}
+			got, d := trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+			if d.Refused() || got.LocalHostname != "signed" || string(got.UserData) != "#cloud-config\nhostname: signed\n" {
+				t.Errorf("%s %s: %+v", kind, format, d)
 			}
 		}
 	}
+	if code, _, stderr := run(t, "seed", "build", "--meta-data", md, "--mac", "52:54:00:12:34:56", "-o", filepath.Join(dir, "x.iso")); code == exitOK || !strings.Contains(stderr, "for --sign-key") {
+		t.Errorf("bindings without --sign-key: %d %s", code, stderr)
+	}
 }
 
-// apply --trust require --trust-keys: a signed seed is applied; with its
-// user-data changed after signing, the user-data is left out and the
-// report says why.
+// apply decides as PID 1 does: by the target's own /etc/seedinit unless
+// --trust and --trust-keys say otherwise. A signed seed is applied; with
+// its user-data changed after signing, the user-data is left out and
+// the report and status.json say why.
 func TestApplyTrust(t *testing.T) {
 	dir := t.TempDir()
 	key, pubFile := writeSigningKey(t, dir)
@@ -163,15 +268,133 @@ func TestApplyTrust(t *testing.T) {
 		t.Errorf("the signed user-data was not applied: %v", err)
 	}
 	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\nwrite_files: [{path: /etc/tampered, content: yes}]\n"), 0o644)
-	root = newTargetRoot(t)
-	_, out, stderr = run(t, "apply", "--root", root, "--seed", seedDir, "--trust", "require", "--trust-keys", pubFile, "--stage", "network", "--json")
+	// No flags: the target's own anchor.
+	root = rootWithAnchor(t, pubFile, "require")
+	_, out, stderr = run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network", "--json")
 	if _, err := os.Stat(filepath.Join(root, "etc/tampered")); err == nil {
 		t.Error("the tampered user-data was applied")
 	}
-	if !strings.Contains(out, "user-data not applied: the signature does not match the content") {
+	why := "user-data not applied: the user-data served (" + filepath.Join(seedDir, "user-data") + ") is not the signed one"
+	if !strings.Contains(out, "seed trust (require): "+why) {
 		t.Errorf("the report does not say why:\n%s%s", out, stderr)
 	}
-	if code, _, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--trust", "require"); code == exitOK || !strings.Contains(stderr, "needs --trust-keys") {
-		t.Errorf("require without keys: %d %s", code, stderr)
+	var status struct {
+		V1 map[string]json.RawMessage `json:"v1"`
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "var/lib/cloud/data/status.json"))
+	if err := json.Unmarshal(b, &status); err != nil {
+		t.Fatal(err)
+	}
+	var decision trust.Decision
+	json.Unmarshal(status.V1["seedinit_trust"], &decision)
+	if decision.Policy != "require" || !strings.Contains(string(status.V1["init-local"])+string(status.V1["init"]), why) ||
+		len(decision.Parts) != 2 || decision.Parts[1].Verdict != trust.NotApplied {
+		t.Errorf("status.json:\n%s", b)
+	}
+	// --trust off overrides the target's require.
+	root = rootWithAnchor(t, pubFile, "require")
+	run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network", "--trust", "off")
+	if _, err := os.Stat(filepath.Join(root, "etc/tampered")); err != nil {
+		t.Errorf("--trust off: %v", err)
+	}
+	if code, _, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--trust", "maybe"); code == exitOK || !strings.Contains(stderr, "--trust") {
+		t.Errorf("a bad --trust: %d %s", code, stderr)
+	}
+}
+
+// rootWithAnchor is a target whose /etc/seedinit trusts pubFile's keys
+// under policy.
+func rootWithAnchor(t *testing.T, pubFile, policy string) string {
+	t.Helper()
+	root := newTargetRoot(t)
+	pub, err := os.ReadFile(pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "etc/seedinit"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/seedinit/trusted-seed-keys"), pub, 0o644)
+	os.WriteFile(filepath.Join(root, "etc/seedinit/trust-policy"), []byte(policy+"\n"), 0o644)
+	return root
+}
+
+// seedinit run on a root whose own policy is require (an init system's
+// service, u-root's uinit) applies nothing of an unsigned seed. Before
+// the one decision, run never looked at the policy: the unsigned seed's
+// write_files and hostname landed.
+func TestRunGoesByTheRootsPolicy(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	root := rootWithAnchor(t, pubFile, "require")
+	seedDir := filepath.Join(root, "var/lib/cloud/seed/nocloud")
+	os.MkdirAll(seedDir, 0o755)
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: i-unsigned\nlocal-hostname: evil\n"), 0o644)
+	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\nwrite_files: [{path: /etc/pwned, content: x}]\n"), 0o644)
+	code, out, stderr := run(t, "run", "--root", root, "--seed", seedDir, "--stage", "all")
+	if _, err := os.Stat(filepath.Join(root, "etc/pwned")); err == nil {
+		t.Errorf("run applied an unsigned seed on a root whose policy is require (exit %d)\n%s%s", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/hostname")); strings.Contains(string(b), "evil") {
+		t.Errorf("hostname from an unsigned seed: %q", b)
+	}
+	if code != exitRecoverable || !strings.Contains(stderr, "seed trust (require): user-data not applied: no seed manifest") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	// Signed, the same seed is applied.
+	if code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir); code != exitOK {
+		t.Fatalf("seed sign: %s%s", out, stderr)
+	}
+	if code, out, stderr := run(t, "run", "--root", root, "--seed", seedDir, "--stage", "all"); code != exitOK && code != exitRecoverable {
+		t.Fatalf("run of a signed seed: %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/pwned")); err != nil {
+		t.Errorf("the signed seed was not applied: %v", err)
+	}
+}
+
+// A decision record only counts in the directory where PID 1 and run's
+// search keep the seed: one in a seed directory someone hands over is
+// not taken for a decision.
+func TestKeptTrustOnlyInTheCache(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "seedinit-trust.json"), []byte(`{"policy":"require","parts":[{"part":"user-data","verdict":"trusted"}]}`), 0o600)
+	if d, err := boot.KeptTrust(dir); d != nil || err != nil {
+		t.Errorf("a record outside %s was taken: %+v, %v", boot.SeedCacheDir, d, err)
+	}
+}
+
+// Under require, a signed user-data's #include is not fetched: the
+// included content would be no part of the signed seed.
+func TestApplyRequireFetchesNoInclude(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("#cloud-config\nwrite_files: [{path: /etc/included, content: x}]\n"))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	seedDir := filepath.Join(dir, "seed")
+	os.Mkdir(seedDir, 0o755)
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: i-inc\n"), 0o644)
+	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#include "+srv.URL+"/cc\n"), 0o644)
+	if code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir); code != exitOK {
+		t.Fatalf("seed sign: %s%s", out, stderr)
+	}
+	root := rootWithAnchor(t, pubFile, "require")
+	_, out, stderr := run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network")
+	if hits.Load() != 0 {
+		t.Errorf("the include was fetched %d times", hits.Load())
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/included")); err == nil {
+		t.Error("the included config was applied")
+	}
+	if !strings.Contains(out+stderr, "not applied: seed trust is require") {
+		t.Errorf("the report does not say why:\n%s%s", out, stderr)
+	}
+	// Off, the same seed includes.
+	root = rootWithAnchor(t, pubFile, "off")
+	run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network")
+	if _, err := os.Stat(filepath.Join(root, "etc/included")); err != nil || hits.Load() != 1 {
+		t.Errorf("off: %v, %d fetches", err, hits.Load())
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -82,11 +81,13 @@ type Options struct {
 	// drive it must be an OpenStack network_data.json.
 	NetworkConfig []byte
 
-	// Sign, when set, signs the parts a reader checks (seedinit seed
-	// build --sign-key): each gets PART.sig beside it (NoCloud's four
-	// files; a config drive's meta_data.json, user_data and
+	// Sign, when set, signs the seed (seedinit seed build --sign-key): it
+	// is given the parts by role (seed.PartNames) as the image holds them,
+	// and returns the manifest and its signature, which go beside them
+	// (seed.ManifestFile and seed.ManifestSignatureFile; on a config drive
+	// in each openstack/VERSION/, over its meta_data.json, user_data and
 	// network_data.json).
-	Sign func(content []byte) ([]byte, error)
+	Sign func(parts map[string][]byte) (manifest, signature []byte, err error)
 
 	// Label overrides the filesystem label (cidata, config-2).
 	Label string
@@ -151,32 +152,44 @@ func Layout(o Options) (map[string][]byte, error) {
 	o = o.withDefaults()
 	var files map[string][]byte
 	var err error
-	var signed []string
+	// roles maps the files a reader takes as seed parts to their roles,
+	// by the directory they are in.
+	var roles map[string]string
 	switch o.Kind {
 	case NoCloud:
 		files, err = noCloudLayout(o)
-		signed = seed.PartNames
+		roles = map[string]string{}
+		for _, p := range seed.PartNames {
+			roles[p] = p
+		}
 	case ConfigDrive:
 		files, err = configDriveLayout(o)
-		signed = []string{"meta_data.json", "user_data", "network_data.json"}
+		roles = map[string]string{"meta_data.json": "meta-data", "user_data": "user-data", "network_data.json": "network-config"}
 	default:
 		return nil, fmt.Errorf("lay out seed image: unknown kind %q", o.Kind)
 	}
 	if err != nil || o.Sign == nil {
 		return files, err
 	}
-	var toSign []string
-	for name := range files {
-		if slices.Contains(signed, path.Base(name)) && !strings.HasPrefix(name, "ec2/") {
-			toSign = append(toSign, name)
+	dirs := map[string]map[string][]byte{}
+	for name, content := range files {
+		role, ok := roles[path.Base(name)]
+		if !ok || strings.HasPrefix(name, "ec2/") {
+			continue
 		}
+		dir := path.Dir(name)
+		if dirs[dir] == nil {
+			dirs[dir] = map[string][]byte{}
+		}
+		dirs[dir][role] = content
 	}
-	for _, name := range toSign {
-		sig, err := o.Sign(files[name])
+	for dir, parts := range dirs {
+		manifest, sig, err := o.Sign(parts)
 		if err != nil {
-			return nil, fmt.Errorf("sign %s: %w", name, err)
+			return nil, fmt.Errorf("sign the seed in %s: %w", dir, err)
 		}
-		files[seed.SignatureFile(name)] = sig
+		files[path.Join(dir, seed.ManifestFile)] = manifest
+		files[path.Join(dir, seed.ManifestSignatureFile)] = sig
 	}
 	return files, nil
 }

@@ -591,28 +591,37 @@ func TestBuildFATPassesFsck(t *testing.T) {
 	}
 }
 
-// With Sign, the parts a reader checks get PART.sig beside them; Nova's
-// ec2/ copies and vendor_data.json do not.
+// With Sign, each directory of parts gets one manifest over the parts a
+// reader takes, by role, and its signature; Nova's ec2/ copies and
+// vendor_data.json are no part of it.
 func TestLayoutSigned(t *testing.T) {
-	sign := func(content []byte) ([]byte, error) { return append([]byte("SIG:"), content...), nil }
+	sign := func(parts map[string][]byte) ([]byte, []byte, error) {
+		var roles []string
+		for r, c := range parts {
+			roles = append(roles, r+"="+string(c))
+		}
+		sort.Strings(roles)
+		return []byte(strings.Join(roles, ";")), []byte("SIG"), nil
+	}
 	nc, err := Layout(Options{MetaData: []byte("instance-id: a\n"), UserData: []byte("#cloud-config\n"), Sign: sign})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(nc["user-data.sig"]) != "SIG:#cloud-config\n" || string(nc["meta-data.sig"]) != "SIG:instance-id: a\n" || len(nc) != 4 {
+	if string(nc["seed-manifest"]) != "meta-data=instance-id: a\n;user-data=#cloud-config\n" || string(nc["seed-manifest.sig"]) != "SIG" || len(nc) != 4 {
 		t.Errorf("NoCloud files: %q", nc)
 	}
 	cd, err := Layout(Options{Kind: ConfigDrive, MetaData: []byte("instance-id: a\n"), UserData: []byte("x"), VendorData: []byte("v"), Sign: sign})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"openstack/latest/meta_data.json.sig", "openstack/latest/user_data.sig", "openstack/2012-08-10/user_data.sig"} {
-		if !strings.HasPrefix(string(cd[name]), "SIG:") {
-			t.Errorf("%s missing", name)
+	for _, dir := range []string{"openstack/latest", "openstack/2012-08-10"} {
+		m := string(cd[dir+"/seed-manifest"])
+		if !strings.HasPrefix(m, "meta-data={") || !strings.HasSuffix(m, ";user-data=x") || string(cd[dir+"/seed-manifest.sig"]) != "SIG" {
+			t.Errorf("%s: manifest %q", dir, m)
 		}
 	}
 	for name := range cd {
-		if strings.HasSuffix(name, ".sig") && (strings.HasPrefix(name, "ec2/") || strings.Contains(name, "vendor_data")) {
+		if strings.HasPrefix(name, "ec2/") && strings.Contains(name, "seed-manifest") {
 			t.Errorf("%s signed", name)
 		}
 	}

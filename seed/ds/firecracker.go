@@ -28,9 +28,10 @@ func init() { Register(firecrackerMMDS{}) }
 //
 //   - NoCloud's: {"meta-data": {...} or "...", "user-data": "...",
 //     "vendor-data": ..., "network-config": ...}, meta-data and user-data
-//     both needed as for a seed directory; a part given as a string may
-//     have its signature beside it ("user-data.sig": "-----BEGIN SSH
-//     SIGNATURE-----...");
+//     both needed as for a seed directory; a signed seed has its
+//     manifest and signature beside them ("seed-manifest": "...",
+//     "seed-manifest.sig": "-----BEGIN SSH SIGNATURE-----...") and its
+//     signed parts as strings;
 //   - EC2's: {"latest": {"meta-data": {...}, "user-data": "..."}}, read as
 //     the Ec2 source reads IMDS (also in the text form).
 //
@@ -137,10 +138,14 @@ func readMMDS(ctx context.Context, client *metadataClient, session *imdsSession,
 				return nil, err
 			}
 			tree[name] = b
-			// A signature is over the part as served: a string part
-			// only (an object's JSON is not the host's bytes).
-			if sig, ok := doc[seed.SignatureFile(name)].(string); ok {
-				tree[seed.SignatureFile(name)] = []byte(sig)
+		}
+		// The seed's manifest and its signature, as strings beside the
+		// parts. The manifest's digests are over a part's bytes as the
+		// host wrote them: a string part (an object's JSON here is not
+		// the host's bytes).
+		for _, name := range []string{seed.ManifestFile, seed.ManifestSignatureFile} {
+			if v, ok := doc[name].(string); ok {
+				tree[name] = []byte(v)
 			}
 		}
 		d := &noCloudData{meta: map[string]any{}}

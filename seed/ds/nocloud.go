@@ -93,42 +93,49 @@ type noCloudData struct {
 	vendorData    []byte
 	networkConfig []byte
 	found         []string
-	// metaRaw is the first meta-data document read, sigs the signatures
-	// served beside the parts that are kept. metaSources counts the
-	// sources that gave meta-data keys (seedfrom aside): merged from more
-	// than one, the meta-data is no document a signature covers.
+	// defaultID is the instance-id of meta-data without one ("" when it
+	// must have one).
+	defaultID string
+	// metaSources counts the sources that gave meta-data keys (seedfrom
+	// aside): merged from more than one, the meta-data is no one
+	// document. metaRaw is the document of the one that did, or, while
+	// none has, the first document read.
 	metaRaw     []byte
-	sigs        map[string][]byte
 	metaSources int
+	// docs and manifests are everything the sources served, for the
+	// trust decision.
+	docs      []seed.Document
+	manifests []seed.SignedManifest
 }
 
-// setSig keeps the signature of a part read from t (none when it has
-// none), replacing the signature of the part it replaced.
-func (d *noCloudData) setSig(t fileTree, part string) error {
-	sig, err := t.ReadFile(seed.SignatureFile(part))
-	if errors.Is(err, fs.ErrNotExist) {
-		sig, err = nil, nil
-	}
+// served notes what a source in NoCloud's layout served: its parts (nil:
+// not there) and its manifest, read from t; where names a file.
+func (d *noCloudData) served(t fileTree, parts map[string][]byte, where func(file string) string) error {
+	d.docs = append(d.docs, seed.NoCloudDocuments(parts, where, d.defaultID)...)
+	m, err := seed.ReadManifest(t.ReadFile, where)
 	if err != nil {
 		return err
 	}
-	if d.sigs == nil {
-		d.sigs = map[string][]byte{}
-	}
-	if sig == nil {
-		delete(d.sigs, part)
-	} else {
-		d.sigs[part] = sig
+	if m != nil {
+		d.manifests = append(d.manifests, *m)
 	}
 	return nil
 }
 
-func (d *noCloudData) addMeta(md map[string]any) {
+// addMeta merges a source's meta-data keys; raw is its document (nil
+// for keys from the command line or the SMBIOS serial).
+func (d *noCloudData) addMeta(md map[string]any, raw []byte) {
 	for k := range md {
 		if k != "seedfrom" {
 			d.metaSources++
+			if d.metaSources == 1 {
+				d.metaRaw = raw
+			}
 			break
 		}
+	}
+	if d.metaSources == 0 && d.metaRaw == nil {
+		d.metaRaw = raw
 	}
 	mergeKeep(d.meta, md)
 }
@@ -151,19 +158,19 @@ func mergeKeep(dst, src map[string]any) {
 }
 
 func (n noCloud) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
-	d := &noCloudData{meta: map[string]any{}}
+	d := &noCloudData{meta: map[string]any{}, defaultID: "nocloud"}
 	var errs []error
 	if a, ok := parseNoCloudArgs(env.DMIField("product_serial")); ok {
-		d.addMeta(a.Meta)
+		d.addMeta(a.Meta, nil)
 		d.found = append(d.found, "dmi")
 	}
 	oem := env.OEMStrings()
 	if a, _, ok := oemNoCloudArgs(oem); ok {
-		d.addMeta(a.Meta)
+		d.addMeta(a.Meta, nil)
 		d.found = append(d.found, "smbios-oem-strings")
 	}
 	if a, ok := parseNoCloudArgs(env.Cmdline); ok {
-		d.addMeta(a.Meta)
+		d.addMeta(a.Meta, nil)
 		d.found = append(d.found, "cmdline")
 	}
 	if env.Root != nil {
@@ -200,13 +207,13 @@ func (n noCloud) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 	if ud, ok := s["user-data"]; ok {
 		if md, ok := s["meta-data"]; ok {
 			if m, ok := md.(map[string]any); ok {
-				d.addMeta(m)
+				d.addMeta(m, nil)
 			} else if str, ok := md.(string); ok {
 				m, err := parseNoCloudMeta([]byte(str), "datasource.NoCloud.meta-data")
 				if err != nil {
 					errs = append(errs, err)
 				}
-				d.addMeta(m)
+				d.addMeta(m, nil)
 			}
 			d.userData = []byte(fmt.Sprint(ud))
 			if vd, ok := s["vendor-data"]; ok {
@@ -292,7 +299,7 @@ func (d *noCloudData) readTree(t fileTree, where string) (bool, error) {
 		}
 		optional[i] = b
 	}
-	d.addMeta(meta)
+	d.addMeta(meta, md)
 	d.userData = ud
 	if optional[0] != nil {
 		d.vendorData = optional[0]
@@ -300,31 +307,9 @@ func (d *noCloudData) readTree(t fileTree, where string) (bool, error) {
 	if len(optional[1]) > 0 {
 		d.networkConfig = optional[1]
 	}
-	err = d.keepSignatures(t, md, optional[0] != nil, len(optional[1]) > 0, func(file string) string { return where + "/" + file })
+	parts := map[string][]byte{"meta-data": md, "user-data": ud, "vendor-data": optional[0], "network-config": optional[1]}
+	err = d.served(t, parts, func(file string) string { return where + "/" + file })
 	return err == nil, err
-}
-
-// keepSignatures notes the parts a source just gave (user-data, the
-// meta-data document md, vendor-data and network-config when it had them)
-// and reads their signatures from t; where names a file for errors.
-func (d *noCloudData) keepSignatures(t fileTree, md []byte, vendor, network bool, where func(file string) string) error {
-	parts := []string{"user-data"}
-	if d.metaRaw == nil {
-		d.metaRaw = md
-		parts = append(parts, "meta-data")
-	}
-	if vendor {
-		parts = append(parts, "vendor-data")
-	}
-	if network {
-		parts = append(parts, "network-config")
-	}
-	for _, part := range parts {
-		if err := d.setSig(t, part); err != nil {
-			return fmt.Errorf("read %s: %w", where(seed.SignatureFile(part)), err)
-		}
-	}
-	return nil
 }
 
 // readSeedFrom reads meta-data and user-data (required) and vendor-data
@@ -372,7 +357,7 @@ func (d *noCloudData) readSeedFrom(ctx context.Context, env *Env, base string) e
 	if err != nil {
 		return err
 	}
-	d.addMeta(meta)
+	d.addMeta(meta, md)
 	d.userData = ud
 	d.vendorData = nil
 	if vd, err := read("vendor-data"); err == nil {
@@ -382,20 +367,21 @@ func (d *noCloudData) readSeedFrom(ctx context.Context, env *Env, base string) e
 	}
 	// cloud-init 22.4 does not fetch network-config from seedfrom; newer
 	// releases do, and it costs one request.
-	network := false
-	if nc, err := read("network-config"); err == nil && len(nc) > 0 {
-		d.networkConfig = nc
-		network = true
+	var nc []byte
+	if b, err := read("network-config"); err == nil && len(b) > 0 {
+		d.networkConfig, nc = b, b
 	}
-	// Signatures beside the parts (URL + ".sig"); none is no signature.
-	sigs := readerTree(func(name string) ([]byte, error) {
+	// The manifest beside the parts (BASE + "seed-manifest"); none is an
+	// unsigned seed.
+	t := readerTree(func(name string) ([]byte, error) {
 		b, err := read(name)
 		if IsNotFound(err) {
 			return nil, fs.ErrNotExist
 		}
 		return b, err
 	})
-	return d.keepSignatures(sigs, md, d.vendorData != nil, network, func(file string) string { return Redact(nameURL(file)) })
+	parts := map[string][]byte{"meta-data": md, "user-data": ud, "vendor-data": d.vendorData, "network-config": nc}
+	return d.served(t, parts, func(file string) string { return Redact(nameURL(file)) })
 }
 
 // readerTree is a fileTree of a read function (a seedfrom base).
@@ -421,21 +407,22 @@ func parseNoCloudMeta(data []byte, where string) (map[string]any, error) {
 }
 
 func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
-	md := d.meta
 	s := &seed.Seed{
 		Datasource: "NoCloud",
 		Platform:   "nocloud",
 		CloudName:  "unknown",
-		Metadata:   md,
 		UserData:   d.userData,
 		VendorData: d.vendorData,
-		Signatures: d.sigs,
+		Documents:  d.docs,
+		Manifests:  d.manifests,
 	}
+	m, err := seed.NoCloudMeta(d.meta, d.defaultID)
+	if err != nil {
+		return nil, fmt.Errorf("read NoCloud: %w", err)
+	}
+	s.SetMeta(m)
 	if d.metaSources <= 1 {
 		s.MetaRaw = d.metaRaw
-	}
-	if cn := scalar(md["cloud-name"]); cn != "" {
-		s.CloudName = strings.ToLower(cn)
 	}
 	src := strings.Join(d.found, ",")
 	kind := "seed-dir"
@@ -448,20 +435,6 @@ func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
 		}
 	}
 	s.Subplatform = fmt.Sprintf("%s (%s)", kind, src)
-	s.InstanceID = scalar(md["instance-id"])
-	if s.InstanceID == "" {
-		return nil, errors.New("read NoCloud: instance-id is empty")
-	}
-	s.LocalHostname = scalar(md["local-hostname"])
-	if s.LocalHostname == "" {
-		s.LocalHostname = scalar(md["hostname"])
-	}
-	s.AvailabilityZone = scalar(md["availability-zone"])
-	if s.AvailabilityZone == "" {
-		s.AvailabilityZone = scalar(md["availability_zone"])
-	}
-	s.Region = scalar(md["region"])
-	s.PublicKeys = seed.NormalizePublicKeys(md["public-keys"])
 	switch {
 	case len(d.networkConfig) > 0:
 		s.NetworkConfig = d.networkConfig
@@ -470,9 +443,8 @@ func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
 			return nil, fmt.Errorf("read NoCloud network-config: %w", err)
 		}
 		s.NetworkFormat = f
-	case scalar(md["network-interfaces"]) != "":
-		s.NetworkConfig = []byte(scalar(md["network-interfaces"]))
-		s.NetworkFormat = "eni"
+	case len(m.NetworkConfig) > 0:
+		s.NetworkConfig, s.NetworkFormat = m.NetworkConfig, m.NetworkFormat
 	}
 	return s, nil
 }

@@ -46,12 +46,14 @@ type openStackData struct {
 	networkJSON []byte
 	networkENI  []byte
 	dsmode      string
-	// metaRaw is meta_data.json as served; sigs the signatures served
-	// beside meta_data.json, user_data and network_data.json (FILE.sig),
-	// by seed part. vendor_data.json and vendor_data2.json are joined
-	// into vendor-data, which no single signature covers.
-	metaRaw []byte
-	sigs    map[string][]byte
+	// metaRaw is meta_data.json as served; docs are it, user_data and
+	// network_data.json as the seed parts a manifest covers, manifest
+	// the seed manifest beside them (openstack/VERSION/seed-manifest).
+	// vendor_data.json and vendor_data2.json are converted and joined
+	// into vendor-data, which no manifest can list.
+	metaRaw  []byte
+	docs     []seed.Document
+	manifest *seed.SignedManifest
 }
 
 // versionCandidates orders the versions to try: the known ones offered,
@@ -102,16 +104,23 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 		return nil, fmt.Errorf("parse %s: %w", src.where(path.Join("openstack", version, "meta_data.json")), err)
 	}
 	d.meta = meta
-	optional := func(file string) ([]byte, error) {
+	optionalFile := func(file string) ([]byte, error) {
 		name := path.Join("openstack", version, file)
 		b, err := src.read(ctx, name)
 		if isMissing(err) {
-			return nil, nil
+			return nil, fs.ErrNotExist
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", src.where(name), err)
 		}
 		return b, nil
+	}
+	optional := func(file string) ([]byte, error) {
+		b, err := optionalFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return b, err
 	}
 	var errs []error
 	if d.userData, err = optional("user_data"); err != nil {
@@ -157,26 +166,28 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 	if m, ok := meta["meta"].(map[string]any); ok {
 		d.dsmode, _ = m["dsmode"].(string)
 	}
-	signed := map[string]string{"meta-data": "meta_data.json"}
+	where := func(file string) string { return src.where(path.Join("openstack", version, file)) }
+	metaDoc := seed.Document{Part: "meta-data", Where: where("meta_data.json"), Content: mdRaw}
+	if m, err := openStackMeta(mdRaw); err != nil {
+		metaDoc.MetaErr = err.Error()
+	} else {
+		metaDoc.Meta = &m
+	}
+	d.docs = append(d.docs, metaDoc)
 	if d.userData != nil {
-		signed["user-data"] = "user_data"
+		d.docs = append(d.docs, seed.Document{Part: "user-data", Where: where("user_data"), Content: d.userData})
 	}
 	if d.networkJSON != nil {
-		signed["network-config"] = "network_data.json"
+		d.docs = append(d.docs, seed.Document{Part: "network-config", Where: where("network_data.json"), Content: d.networkJSON, Format: "network_data.json"})
 	}
-	for part, file := range signed {
-		sig, err := optional(seed.SignatureFile(file))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if sig != nil {
-			if d.sigs == nil {
-				d.sigs = map[string][]byte{}
-			}
-			d.sigs[part] = sig
-		}
+	if d.networkENI != nil {
+		d.docs = append(d.docs, seed.Document{Part: "network-config", Where: "network_config's content_path", Content: d.networkENI, Format: "eni"})
 	}
+	manifest, err := seed.ReadManifest(optionalFile, where)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	d.manifest = manifest
 	return d, errors.Join(errs...)
 }
 
@@ -339,27 +350,18 @@ func multipartWith(boundary string, parts ...[]byte) []byte {
 // openStackSeed maps the tree to a seed as cloud-init's ConfigDrive and
 // OpenStack datasources do.
 func openStackSeed(d *openStackData, dsName string) *seed.Seed {
-	md := d.meta
-	md["instance-id"] = md["uuid"]
-	if h, ok := md["hostname"]; ok {
-		md["local-hostname"] = h
-	}
 	s := &seed.Seed{
-		Datasource:       dsName,
-		Platform:         "openstack",
-		CloudName:        strings.ToLower(dsName),
-		Metadata:         md,
-		InstanceID:       scalar(md["uuid"]),
-		LocalHostname:    scalar(md["hostname"]),
-		AvailabilityZone: scalar(md["availability_zone"]),
-		PublicKeys:       seed.NormalizePublicKeys(md["public_keys"]),
-		UserData:         d.userData,
-		VendorData:       d.vendorData,
-		MetaRaw:          d.metaRaw,
-		Signatures:       d.sigs,
+		Datasource: dsName,
+		Platform:   "openstack",
+		CloudName:  strings.ToLower(dsName),
+		UserData:   d.userData,
+		VendorData: d.vendorData,
+		MetaRaw:    d.metaRaw,
+		Documents:  d.docs,
 	}
-	if cn := scalar(md["cloud-name"]); cn != "" {
-		s.CloudName = strings.ToLower(cn)
+	s.SetMeta(openStackMetaOf(d.meta))
+	if d.manifest != nil {
+		s.Manifests = []seed.SignedManifest{*d.manifest}
 	}
 	switch {
 	case d.networkJSON != nil:
@@ -368,6 +370,36 @@ func openStackSeed(d *openStackData, dsName string) *seed.Seed {
 		s.NetworkConfig, s.NetworkFormat = d.networkENI, "eni"
 	}
 	return s
+}
+
+// openStackMetaOf reads meta_data.json's tree as cloud-init's
+// ConfigDrive and OpenStack datasources do; md becomes the tree, with
+// cloud-init's instance-id and local-hostname added.
+func openStackMetaOf(md map[string]any) seed.Meta {
+	md["instance-id"] = md["uuid"]
+	if h, ok := md["hostname"]; ok {
+		md["local-hostname"] = h
+	}
+	m := seed.Meta{
+		Metadata:         md,
+		InstanceID:       scalar(md["uuid"]),
+		LocalHostname:    scalar(md["hostname"]),
+		AvailabilityZone: scalar(md["availability_zone"]),
+		PublicKeys:       seed.NormalizePublicKeys(md["public_keys"]),
+	}
+	if cn := scalar(md["cloud-name"]); cn != "" {
+		m.CloudName = strings.ToLower(cn)
+	}
+	return m
+}
+
+// openStackMeta reads a meta_data.json document on its own.
+func openStackMeta(raw []byte) (seed.Meta, error) {
+	md, err := ParseOpenStackMetadata(raw)
+	if err != nil {
+		return seed.Meta{}, err
+	}
+	return openStackMetaOf(md), nil
 }
 
 // openStackDMI is ds-identify's dscheck_OpenStack without the config

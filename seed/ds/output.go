@@ -42,7 +42,7 @@ func FetchToDir(s *seed.Seed, dir string) error {
 			}
 			continue
 		}
-		if err := writeFileAtomic(p, data); err != nil {
+		if err := WriteFileAtomic(p, data); err != nil {
 			errs = append(errs, fmt.Errorf("write seed file %s: %w", p, err))
 		}
 	}
@@ -50,7 +50,7 @@ func FetchToDir(s *seed.Seed, dir string) error {
 	for name, data := range files {
 		if !slices.Contains(seedFileNames, name) {
 			p := filepath.Join(dir, name)
-			if err := writeFileAtomic(p, data); err != nil {
+			if err := WriteFileAtomic(p, data); err != nil {
 				errs = append(errs, fmt.Errorf("write seed file %s: %w", p, err))
 			}
 		}
@@ -209,7 +209,8 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-func writeFileAtomic(p string, data []byte) error {
+// WriteFileAtomic writes a seed file (mode 0600) whole or not at all.
+func WriteFileAtomic(p string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
 	if err != nil {
 		return err

@@ -126,7 +126,7 @@ func (q qemuFwCfg) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 	if !ok {
 		return nil, errors.New("read QemuFwCfg: no seed in fw_cfg (meta-data and user-data)")
 	}
-	d := &noCloudData{meta: map[string]any{}}
+	d := &noCloudData{meta: map[string]any{}, defaultID: fwCfgDefaultInstance}
 	where := "fw_cfg " + t.layout.dir
 	found, err := d.readTree(t, where)
 	if err != nil {

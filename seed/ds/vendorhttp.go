@@ -13,6 +13,7 @@ package ds
 //	    user_data: user_data
 //	    vendor_data: vendor_data         # optional
 //	    network_config: network_data.json
+//	    seed_manifest: seed-manifest     # signed seeds (SEED_MANIFEST.sig beside it)
 //	    headers: {X-Appliance: waf}
 //	    dmi: {sys_vendor: ACME}          # when set, only on such machines
 //
@@ -22,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"sort"
 	"strings"
@@ -46,6 +48,7 @@ type vendorHTTPConfig struct {
 	UserData      string
 	VendorData    string
 	NetworkConfig string
+	SeedManifest  string
 	Header        http.Header
 	DMI           map[string]string
 	Platform      string
@@ -64,6 +67,7 @@ func readVendorHTTPConfig(env *Env) (vendorHTTPConfig, error) {
 		DMI:         map[string]string{},
 	}
 	c.NetworkConfig = strOr(s, "network_config", "")
+	c.SeedManifest = strOr(s, "seed_manifest", seed.ManifestFile)
 	if env.Endpoint != "" {
 		c.BaseURL = env.Endpoint
 	}
@@ -172,29 +176,13 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 		}
 		md[k] = strings.TrimSpace(string(raw))
 	}
-	s := &seed.Seed{Datasource: "VendorHTTP", Platform: c.Platform, CloudName: c.Platform, Metadata: md,
+	m, err := vendorMeta(md)
+	if err != nil {
+		return nil, fmt.Errorf("read VendorHTTP meta-data at %s: %w", Redact(base), err)
+	}
+	s := &seed.Seed{Datasource: "VendorHTTP", Platform: c.Platform, CloudName: c.Platform,
 		Subplatform: fmt.Sprintf("metadata (%s)", Redact(c.BaseURL))}
-	for _, k := range []string{"instance-id", "instance_id", "uuid"} {
-		if s.InstanceID = scalar(md[k]); s.InstanceID != "" {
-			break
-		}
-	}
-	if s.InstanceID == "" {
-		return nil, fmt.Errorf("read VendorHTTP meta-data at %s: no instance-id, instance_id or uuid", Redact(base))
-	}
-	md["instance-id"] = s.InstanceID
-	for _, k := range []string{"local-hostname", "hostname", "name"} {
-		if s.LocalHostname = scalar(md[k]); s.LocalHostname != "" {
-			break
-		}
-	}
-	s.AvailabilityZone = scalar(md["availability_zone"])
-	if s.AvailabilityZone == "" {
-		s.AvailabilityZone = scalar(md["availability-zone"])
-	}
-	s.Region = scalar(md["region"])
-	s.PublicKeys = seed.NormalizePublicKeys(md["public-keys"])
-	s.PublicKeys = append(s.PublicKeys, seed.NormalizePublicKeys(md["public_keys"])...)
+	s.SetMeta(m)
 	optional := func(what, p string) ([]byte, error) {
 		if p == "" {
 			return nil, nil
@@ -218,27 +206,54 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Signatures beside the parts (PATH.sig); none is no signature.
+	// What the trust decision needs: the parts as served (the meta-data
+	// when it is one document, not when meta_data_keys build it) and the
+	// manifest beside them.
 	s.MetaRaw = metaRaw
+	where := func(p string) string { return Redact(base + strings.TrimLeft(p, "/")) }
+	if metaRaw != nil {
+		doc := seed.Document{Part: "meta-data", Where: where(c.MetaData), Content: metaRaw}
+		if md, err := ParseVendorMetadata(metaRaw); err != nil {
+			doc.MetaErr = err.Error()
+		} else if m, err := vendorMeta(md); err != nil {
+			doc.MetaErr = err.Error()
+		} else {
+			doc.Meta = &m
+		}
+		s.AddDocument(doc)
+	}
 	for _, part := range []struct {
 		name, path string
-		served     bool
-	}{
-		{"meta-data", c.MetaData, metaRaw != nil}, {"user-data", c.UserData, s.UserData != nil},
-		{"vendor-data", c.VendorData, s.VendorData != nil}, {"network-config", c.NetworkConfig, len(nc) > 0},
-	} {
-		if !part.served {
-			continue
+		content    []byte
+	}{{"user-data", c.UserData, s.UserData}, {"vendor-data", c.VendorData, s.VendorData}, {"network-config", c.NetworkConfig, nc}} {
+		if part.content != nil {
+			s.AddDocument(seed.Document{Part: part.name, Where: where(part.path), Content: part.content})
 		}
-		sig, err := optional(part.name+" signature", seed.SignatureFile(part.path))
+	}
+	if c.SeedManifest != "" {
+		read := func(p string) ([]byte, error) {
+			b, err := optional("seed manifest", p)
+			if err == nil && b == nil {
+				return nil, fs.ErrNotExist
+			}
+			return b, err
+		}
+		manifest, err := seed.ReadManifest(func(name string) ([]byte, error) {
+			if name == seed.ManifestSignatureFile {
+				return read(c.SeedManifest + ".sig")
+			}
+			return read(c.SeedManifest)
+		}, func(name string) string {
+			if name == seed.ManifestSignatureFile {
+				return where(c.SeedManifest + ".sig")
+			}
+			return where(c.SeedManifest)
+		})
 		if err != nil {
 			return nil, err
 		}
-		if sig != nil {
-			if s.Signatures == nil {
-				s.Signatures = map[string][]byte{}
-			}
-			s.Signatures[part.name] = sig
+		if manifest != nil {
+			s.Manifests = append(s.Manifests, *manifest)
 		}
 	}
 	if len(nc) > 0 {
@@ -248,8 +263,43 @@ func (vendorHTTP) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 		} else if s.NetworkFormat, err = seed.NetworkConfigFormat(nc); err != nil {
 			return nil, fmt.Errorf("parse VendorHTTP network config: %w", err)
 		}
+		for i := range s.Documents {
+			if s.Documents[i].Part == "network-config" {
+				s.Documents[i].Format = s.NetworkFormat
+			}
+		}
 	}
 	return s, nil
+}
+
+// vendorMeta reads a vendor's meta-data tree: the instance-id from
+// instance-id, instance_id or uuid, the hostname from local-hostname,
+// hostname or name, keys from public-keys and public_keys. md becomes the
+// tree, with instance-id set.
+func vendorMeta(md map[string]any) (seed.Meta, error) {
+	m := seed.Meta{Metadata: md}
+	for _, k := range []string{"instance-id", "instance_id", "uuid"} {
+		if m.InstanceID = scalar(md[k]); m.InstanceID != "" {
+			break
+		}
+	}
+	if m.InstanceID == "" {
+		return m, errors.New("no instance-id, instance_id or uuid")
+	}
+	md["instance-id"] = m.InstanceID
+	for _, k := range []string{"local-hostname", "hostname", "name"} {
+		if m.LocalHostname = scalar(md[k]); m.LocalHostname != "" {
+			break
+		}
+	}
+	m.AvailabilityZone = scalar(md["availability_zone"])
+	if m.AvailabilityZone == "" {
+		m.AvailabilityZone = scalar(md["availability-zone"])
+	}
+	m.Region = scalar(md["region"])
+	m.PublicKeys = seed.NormalizePublicKeys(md["public-keys"])
+	m.PublicKeys = append(m.PublicKeys, seed.NormalizePublicKeys(md["public_keys"])...)
+	return m, nil
 }
 
 // ParseVendorMetadata parses a vendor's meta_data: a JSON or YAML object.

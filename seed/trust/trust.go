@@ -1,12 +1,17 @@
-// Package trust signs seeds and checks their signatures. A signature is
-// OpenSSH's sshsig format (PROTOCOL.sshsig, what `ssh-keygen -Y sign`
-// writes) made with an Ed25519 key in the namespace "seedinit-seed", over
-// one seed part's bytes as they are served; the trusted keys are
-// authorized_keys lines. sshsig rather than minisign: ssh-keygen is on
-// every machine that builds images, the keys are the ones operators
-// already handle, the namespace keeps a seed signature from being taken
-// for a git or a file signature, and the armored text fits where seeds
-// travel (files, HTTP, credentials, fw_cfg).
+// Package trust decides whether a seed may be applied, once, over
+// everything the seed applies. A seed's publisher signs one manifest
+// (manifest.go) that lists each part by role and digest and may bind the
+// seed to instances and to a window of time; the signature is OpenSSH's
+// sshsig format (PROTOCOL.sshsig, what `ssh-keygen -Y sign` writes) made
+// with an Ed25519 key in the namespace "seedinit-seed-manifest"; the
+// trusted keys are authorized_keys lines. Decide (decide.go) builds the
+// seed to apply from the documents the manifest covers and nothing else.
+//
+// sshsig rather than minisign: ssh-keygen is on every machine that
+// builds images, the keys are the ones operators already handle, the
+// namespace keeps a seed signature from being taken for a git or a file
+// signature, and the armored text fits where seeds travel (files, HTTP,
+// credentials, fw_cfg).
 package trust
 
 import (
@@ -24,9 +29,11 @@ import (
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 )
 
-// Namespace is the sshsig namespace of seed signatures: `ssh-keygen -Y
-// sign -n seedinit-seed` makes them too.
-const Namespace = "seedinit-seed"
+// Namespace is the sshsig namespace of seed manifest signatures:
+// `ssh-keygen -Y sign -n seedinit-seed-manifest` makes them too. It is not
+// the "seedinit-seed" of the signatures seedinit made over each part
+// before manifests: none of those can pass for a manifest's.
+const Namespace = "seedinit-seed-manifest"
 
 // Policy says what unsigned or badly signed seed parts get.
 type Policy int
@@ -34,10 +41,10 @@ type Policy int
 const (
 	// Off: signatures are not looked at (the default).
 	Off Policy = iota
-	// Warn: every part is applied; the ones not signed by a trusted key
-	// are reported.
+	// Warn: every part is applied; the ones a trusted manifest does not
+	// cover are reported.
 	Warn
-	// Require: a part not signed by a trusted key is not applied.
+	// Require: only what a trusted manifest covers is applied.
 	Require
 )
 
@@ -137,7 +144,7 @@ func (k Keys) Verify(message, armored []byte) (*sshkey.PublicKey, error) {
 }
 
 // Sign makes an armored signature over message with priv, as `ssh-keygen
-// -Y sign -n seedinit-seed` does (SHA-512).
+// -Y sign -n seedinit-seed-manifest` does (SHA-512).
 func Sign(priv ed25519.PrivateKey, message []byte) ([]byte, error) {
 	pub, err := sshkey.NewPublicKey(priv.Public())
 	if err != nil {
