@@ -51,7 +51,7 @@ func (n noCloud) Probe(ctx context.Context, env *Env) (Evidence, error) {
 	if env.Root != nil {
 		for _, d := range noCloudSeedDirs {
 			if env.Root.Exists(path.Join(d, "meta-data")) && env.Root.Exists(path.Join(d, "user-data")) {
-				return Evidence{Verdict: Found, Reason: "seed directory " + d}, nil
+				return Evidence{Verdict: Found, Reason: "seed directory " + d, Network: httpSeedFrom(rootTree{root: env.Root, dir: d})}, nil
 			}
 		}
 	}
@@ -71,13 +71,30 @@ func (n noCloud) Probe(ctx context.Context, env *Env) (Evidence, error) {
 	if label, ok := noCloudLabel(env); ok {
 		devs, err := ByLabel(ctx, env.Devices, label)
 		if len(devs) > 0 {
-			return Evidence{Verdict: Found, Reason: fmt.Sprintf("label %s on %s", devs[0].Label, devs[0].Path)}, nil
+			ev := Evidence{Verdict: Found, Reason: fmt.Sprintf("label %s on %s", devs[0].Label, devs[0].Path)}
+			if fsys, done, err := openDevice(env, devs[0].Path); err == nil {
+				ev.Network = httpSeedFrom(fsys)
+				done()
+			}
+			return ev, nil
 		}
 		if err != nil {
 			return Evidence{Reason: "no NoCloud seed"}, fmt.Errorf("look for a %s disk: %w", label, err)
 		}
 	}
 	return Evidence{Reason: "no ds=nocloud, seed directory or " + "cidata disk"}, nil
+}
+
+// httpSeedFrom says whether the seed in t points seedfrom at an http or
+// https URL: such a seed is read once the network is up, as cloud-init's
+// NoCloudNet reads it.
+func httpSeedFrom(t fileTree) bool {
+	md, err := t.ReadFile("meta-data")
+	if err != nil {
+		return false
+	}
+	m, err := parseNoCloudMeta(md, "meta-data")
+	return err == nil && isHTTP(m["seedfrom"])
 }
 
 func isHTTP(v any) bool {

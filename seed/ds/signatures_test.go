@@ -251,6 +251,34 @@ func findingTexts(d *trust.Decision) func(func(string) bool) {
 	}
 }
 
+// A seed disk or directory whose meta-data points seedfrom at an http URL
+// is read once the network is up, as cloud-init's NoCloudNet reads it:
+// the local search leaves it for the network stage rather than failing
+// on the URL.
+func TestNoCloudHTTPSeedFromWaitsForTheNetwork(t *testing.T) {
+	md := "seedfrom: http://10.98.0.1:8000/\n"
+	t.Run("disk", func(t *testing.T) {
+		iso := makeISO(t, "cidata", map[string]string{"meta-data": md, "user-data": "#cloud-config\n"}, "-joliet", "-rock")
+		env := &Env{Devices: FileDevices{"/dev/sr0": iso}, Log: testLogger(t)}
+		ev, err := noCloud{}.Probe(context.Background(), env)
+		if err != nil || ev.Verdict != Found || !ev.Network {
+			t.Errorf("probe: %+v, %v", ev, err)
+		}
+	})
+	t.Run("seed directory", func(t *testing.T) {
+		env := newTestEnv(t, nil, nil, "")
+		writeTarget(t, env, map[string]string{"/var/lib/cloud/seed/nocloud/meta-data": md, "/var/lib/cloud/seed/nocloud/user-data": ""})
+		ev, err := noCloud{}.Probe(context.Background(), env)
+		if err != nil || ev.Verdict != Found || !ev.Network {
+			t.Errorf("probe: %+v, %v", ev, err)
+		}
+		writeTarget(t, env, map[string]string{"/var/lib/cloud/seed/nocloud/meta-data": "instance-id: i\n"})
+		if ev, _ := (noCloud{}).Probe(context.Background(), env); ev.Network {
+			t.Errorf("a seed without seedfrom waits for the network: %+v", ev)
+		}
+	})
+}
+
 // The sources that are datasources of their own (fw_cfg) or add keys
 // (the command line) beside a signed seed: nothing of theirs is applied
 // under require, whichever is chosen.
