@@ -99,6 +99,9 @@ func openDirNoFollow(dir int, part string) (int, error) {
 // swapped. A directory someone else made in the meantime is opened and
 // left as it is.
 func (r *Root) mkdirAt(dir int, part string, mode fs.FileMode, owner Owner) (int, error) {
+	if err := r.step(); err != nil {
+		return -1, err
+	}
 	err := unix.Mkdirat(dir, part, 0o700)
 	if errors.Is(err, unix.EEXIST) {
 		return openDirNoFollow(dir, part)
@@ -108,6 +111,10 @@ func (r *Root) mkdirAt(dir int, part string, mode fs.FileMode, owner Owner) (int
 	}
 	fd, err := unix.Openat(dir, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return -1, err
+	}
+	if err := r.step(); err != nil {
+		unix.Close(fd)
 		return -1, err
 	}
 	// Owner first: chown clears setuid and setgid, so the mode comes last.

@@ -85,6 +85,12 @@ type Root struct {
 	// to a target-relative path on it. Paths, not open handles: a handle
 	// would keep a filesystem busy that a module wants to unmount.
 	dirty map[uint64]string
+	// steps counts the changes made, and stopAt (-1: never) is where a
+	// crash test cuts the power (see StopAfter).
+	steps, stopAt int
+	// swept holds the directories (device, inode) swept of an earlier
+	// boot's temporary files.
+	swept map[[2]uint64]bool
 }
 
 // Change is one modification seedinit made in the target, kept so that a
@@ -172,7 +178,7 @@ func Open(dir string) (*Root, error) {
 		r.Close()
 		return nil, fmt.Errorf("open target root %s: %w", dir, err)
 	}
-	return &Root{dir: abs, root: r, top: top}, nil
+	return &Root{dir: abs, root: r, top: top, stopAt: -1}, nil
 }
 
 // topHandle duplicates the handle r holds on its directory, so that both
@@ -599,7 +605,11 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	defer dir.Close()
 	base := path.Base(rel)
 	if opts.removeStale {
-		removeStaleTemps(dir, base)
+		r.removeStaleTemps(dir, base)
+	}
+	r.sweep(dir, path.Dir(rel))
+	if err := r.step(); err != nil {
+		return false, fmt.Errorf("write %s: %w", name, err)
 	}
 	tmp, f, err := createTemp(dir, base, mode)
 	if err != nil {
@@ -609,7 +619,9 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	defer func() {
 		if !committed {
 			f.Close()
-			dir.Remove(tmp)
+			if r.step() == nil {
+				dir.Remove(tmp)
+			}
 		}
 	}()
 	if err := fill(f); err != nil {
@@ -650,6 +662,9 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	if err := f.Close(); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
+	if err := r.step(); err != nil {
+		return false, fmt.Errorf("write %s: %w", name, err)
+	}
 	if err := dir.Rename(tmp, base); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
@@ -664,6 +679,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 // setuid bit is written again. The old file is compared where it lies,
 // a block at a time: it is never read whole, whatever its size.
 func (r *Root) WriteFileIfChanged(name string, data []byte, mode fs.FileMode, owner Owner) (bool, error) {
+	r.sweepDirOf(name)
 	if r.holds(name, data, mode, owner) {
 		return false, nil
 	}
@@ -738,11 +754,18 @@ func (r *Root) Symlink(dest, name string) error {
 	if err := r.MkdirAll(path.Dir(rel), 0o755, KeepOwner); err != nil {
 		return fmt.Errorf("symlink %s: %w", name, err)
 	}
+	r.sweepDirOf(name)
 	tmp := tempName(rel)
+	if err := r.step(); err != nil {
+		return fmt.Errorf("symlink %s: %w", name, err)
+	}
 	if err := r.root.Symlink(dest, tmp); err != nil {
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
 	}
 	labelled := r.labelLink(rel, tmp)
+	if err := r.step(); err != nil {
+		return fmt.Errorf("symlink %s: %w", name, err)
+	}
 	if err := r.root.Rename(tmp, rel); err != nil {
 		r.root.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
@@ -758,6 +781,9 @@ func (r *Root) Remove(name string) error {
 	rel, err := r.resolve(name, false)
 	if err != nil {
 		return err
+	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
 	}
 	if err := r.root.Remove(rel); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -782,6 +808,9 @@ func (r *Root) RemoveAll(name string) error {
 	if _, err := r.root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
 	// A RemoveAll that failed may still have removed part of the tree.
 	if err := r.root.RemoveAll(rel); err != nil {
 		r.dirtiedAt(path.Dir(rel))
@@ -798,6 +827,9 @@ func (r *Root) Chmod(name string, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("chmod %s: %w", name, err)
+	}
 	if err := r.root.Chmod(rel, mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", name, unwrapPath(err))
 	}
@@ -811,6 +843,9 @@ func (r *Root) Chown(name string, owner Owner) error {
 	rel, err := r.Resolve(name)
 	if err != nil {
 		return err
+	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("chown %s: %w", name, err)
 	}
 	if err := r.chown(rel, owner); err != nil {
 		return fmt.Errorf("chown %s: %w", name, err)
@@ -912,8 +947,8 @@ func (r *Root) syncAt(rel string, dev uint64, onDev bool, done map[uint64]bool) 
 }
 
 // removeStaleTemps removes the temporary files tempName made for base in
-// dir.
-func removeStaleTemps(dir *os.Root, base string) {
+// dir, this boot's too.
+func (r *Root) removeStaleTemps(dir *os.Root, base string) {
 	d, err := dir.Open(".")
 	if err != nil {
 		return
@@ -922,21 +957,130 @@ func removeStaleTemps(dir *os.Root, base string) {
 	d.Close()
 	prefix := tempPrefix(base)
 	for _, n := range names {
-		if suffix, ok := strings.CutPrefix(n, prefix); ok && len(suffix) == 12 {
-			if _, err := hex.DecodeString(suffix); err == nil {
+		if suffix, ok := strings.CutPrefix(n, prefix); ok && isTempSuffix(suffix) {
+			if r.step() == nil {
 				dir.Remove(n)
 			}
 		}
 	}
 }
 
-// tempName is a name beside rel that no one else uses. Its randomness only
-// has to avoid collisions, so it comes from earlyrand: PID 1 must not wait
-// for the kernel's pool to be initialised to write a file.
+// sweepDirOf sweeps the directory that name (resolved) is in, if it
+// exists.
+func (r *Root) sweepDirOf(name string) {
+	rel, err := r.resolve(name, false)
+	if err != nil || rel == "." {
+		return
+	}
+	dir, err := r.root.OpenRoot(path.Dir(rel))
+	if err != nil {
+		return
+	}
+	defer dir.Close()
+	r.sweep(dir, path.Dir(rel))
+}
+
+// sweep removes from dir (rel, resolved) the temporary files that a run
+// of an earlier boot left there when its power was cut between creating
+// one and renaming it into place, once per directory and Root: the run
+// after a cut writes where the cut one did, so what it left goes the
+// first time a run writes (or would write) a file there. Only the
+// writer's own names go (tempPrefix of some name, then 12 hex digits),
+// and of those only the ones an earlier boot made: this boot's may be a
+// write in progress in another process (the final stage, the lease
+// keeper), and a run cut short in this boot leaves its own to the next.
+// Directories are never removed.
+func (r *Root) sweep(dir *os.Root, rel string) {
+	tag := bootTag()
+	if tag == "" {
+		return // this boot's files cannot be told from older ones
+	}
+	d, err := dir.Open(".")
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	r.mu.Lock()
+	done := r.swept[key]
+	if r.swept == nil {
+		r.swept = map[[2]uint64]bool{}
+	}
+	r.swept[key] = true
+	r.mu.Unlock()
+	if done {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	for _, n := range names {
+		i := strings.LastIndex(n, ".seedinit-")
+		if !strings.HasPrefix(n, ".") || i <= 0 {
+			continue
+		}
+		suffix := n[i+len(".seedinit-"):]
+		if !isTempSuffix(suffix) || strings.HasPrefix(suffix, tag) {
+			continue
+		}
+		if fi, err := dir.Lstat(n); err != nil || fi.IsDir() {
+			continue
+		}
+		if r.step() != nil {
+			return
+		}
+		if err := dir.Remove(n); err == nil {
+			r.dirtied(fi, rel)
+			r.record("remove", "/"+path.Join(rel, n), "", false)
+		}
+	}
+}
+
+// isTempSuffix reports whether s is what tempName puts after tempPrefix:
+// 12 lower-case hex digits.
+func isTempSuffix(s string) bool {
+	if len(s) != 12 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// bootTag is the first 6 hex digits of the kernel's boot_id, which start
+// the 12 of every temporary file this boot makes, so that a sweep tells
+// an earlier boot's files from this one's; "" when the kernel does not
+// say (no /proc), and then nothing is swept.
+var bootTag = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	tag := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
+	if len(tag) < 6 || !isTempSuffix(tag[:6]+"000000") {
+		return ""
+	}
+	return tag[:6]
+})
+
+// tempName is a name beside rel that no one else uses: tempPrefix, this
+// boot's tag, and random digits. Its randomness only has to avoid
+// collisions, so it comes from earlyrand: PID 1 must not wait for the
+// kernel's pool to be initialised to write a file.
 func tempName(rel string) string {
-	var b [6]byte
-	earlyrand.Read(b[:])
-	return path.Join(path.Dir(rel), tempPrefix(path.Base(rel))+hex.EncodeToString(b[:]))
+	tag := bootTag()
+	b := make([]byte, (12-len(tag))/2)
+	earlyrand.Read(b)
+	return path.Join(path.Dir(rel), tempPrefix(path.Base(rel))+tag+hex.EncodeToString(b))
 }
 
 // tempPrefix is what the temporary names of base start with; base is cut
