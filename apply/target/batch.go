@@ -157,7 +157,7 @@ func (r *Root) stage(dir *os.Root, f batchFile) (tmp string, labelled bool, err 
 	}
 	var file *os.File
 	for range 10 {
-		tmp = path.Base(tempName(f.base))
+		tmp = path.Base(r.tempName(f.base))
 		tmp = batchTempPrefix(f.base) + tmp[len(tempPrefix(f.base)):]
 		var err error
 		file, err = dir.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, f.mode.Perm()&0o600)

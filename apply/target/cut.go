@@ -1,6 +1,11 @@
 package target
 
-import "errors"
+import (
+	"encoding/hex"
+	"errors"
+
+	"github.com/seedinit/seedinit/seed/earlyrand"
+)
 
 // ErrPowerCut is what every change of a Root returns once StopAfter's
 // budget is spent.
@@ -48,4 +53,16 @@ func (r *Root) isCut() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopAt >= 0 && r.steps >= r.stopAt
+}
+
+// SimulateReboot makes the Roots opened after it act as in a later boot,
+// for crash tests: their temporary files carry another boot's tag, and
+// what Roots opened before it made is an earlier boot's to them, which
+// their sweep removes.
+func SimulateReboot() {
+	var b [3]byte
+	earlyrand.Read(b[:])
+	bootMu.Lock()
+	defer bootMu.Unlock()
+	bootRead, bootID = true, hex.EncodeToString(b[:])
 }

@@ -32,7 +32,7 @@ func otherBoot(t *testing.T) string {
 // A run after a cut removes the temporary files the cut run left in the
 // directories it writes to, its own naming only: an earlier boot's,
 // never this boot's (another process's write may be in progress), never
-// a batch's, a directory or a name that is not the writer's.
+// a batch's, a directory unless empty, or a name that is not the writer's.
 func TestWritesSweepAnEarlierBootsTemporaries(t *testing.T) {
 	r, dir := newRoot(t)
 	old, now := otherBoot(t), thisBoot(t)
@@ -52,6 +52,7 @@ func TestWritesSweepAnEarlierBootsTemporaries(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
 	}
 	must(t, os.Mkdir(filepath.Join(dir, "etc/.d.seedinit-"+old+"123456"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, "etc/.full.seedinit-"+old+"123456/x"), 0o755))
 
 	must(t, r.WriteFile("/etc/hostname", []byte("h\n"), 0o644, KeepOwner))
 	must(t, r.WriteFile("/home/u/.profile", []byte("p\n"), 0o644, KeepOwner))
@@ -69,7 +70,8 @@ func TestWritesSweepAnEarlierBootsTemporaries(t *testing.T) {
 	})
 	slices.Sort(left)
 	want := []string{
-		"etc/.d.seedinit-" + old + "123456",
+		"etc/.full.seedinit-" + old + "123456",
+		"etc/.full.seedinit-" + old + "123456/x",
 		"etc/.group.seedinit-batch-" + old + "123456",
 		"etc/.motd.seedinit-notours",
 		"etc/.passwd.seedinit-" + now + "123456",

@@ -91,6 +91,8 @@ type Root struct {
 	// swept holds the directories (device, inode) swept of an earlier
 	// boot's temporary files.
 	swept map[[2]uint64]bool
+	// boot is this boot's tag (bootTag) when the Root was opened.
+	boot string
 }
 
 // Change is one modification seedinit made in the target, kept so that a
@@ -178,7 +180,7 @@ func Open(dir string) (*Root, error) {
 		r.Close()
 		return nil, fmt.Errorf("open target root %s: %w", dir, err)
 	}
-	return &Root{dir: abs, root: r, top: top, stopAt: -1}, nil
+	return &Root{dir: abs, root: r, top: top, stopAt: -1, boot: bootTag()}, nil
 }
 
 // topHandle duplicates the handle r holds on its directory, so that both
@@ -611,7 +613,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	if err := r.step(); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, err)
 	}
-	tmp, f, err := createTemp(dir, base, mode)
+	tmp, f, err := r.createTemp(dir, base, mode)
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -755,7 +757,7 @@ func (r *Root) Symlink(dest, name string) error {
 		return fmt.Errorf("symlink %s: %w", name, err)
 	}
 	r.sweepDirOf(name)
-	tmp := tempName(rel)
+	tmp := r.tempName(rel)
 	if err := r.step(); err != nil {
 		return fmt.Errorf("symlink %s: %w", name, err)
 	}
@@ -862,9 +864,9 @@ func (r *Root) chown(rel string, owner Owner) error {
 	return unwrapPath(r.root.Lchown(rel, owner.UID, owner.GID))
 }
 
-func createTemp(dir *os.Root, base string, mode fs.FileMode) (string, *os.File, error) {
+func (r *Root) createTemp(dir *os.Root, base string, mode fs.FileMode) (string, *os.File, error) {
 	for range 10 {
-		tmp := tempName(base)
+		tmp := r.tempName(base)
 		f, err := dir.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -989,23 +991,25 @@ func (r *Root) sweepDirOf(name string) {
 // and of those only the ones an earlier boot made: this boot's may be a
 // write in progress in another process (the final stage, the lease
 // keeper), and a run cut short in this boot leaves its own to the next.
-// Directories are never removed.
+// A directory of such a name (one being made, see mkdirAt) goes only when
+// it is empty.
 func (r *Root) sweep(dir *os.Root, rel string) {
-	tag := bootTag()
-	if tag == "" {
-		return // this boot's files cannot be told from older ones
-	}
 	d, err := dir.Open(".")
 	if err != nil {
 		return
 	}
 	defer d.Close()
-	fi, err := d.Stat()
-	if err != nil {
-		return
+	r.sweepAt(int(d.Fd()), rel)
+}
+
+// sweepAt is sweep for the directory open as fd (O_PATH will do).
+func (r *Root) sweepAt(fd int, rel string) {
+	tag := r.boot
+	if tag == "" {
+		return // this boot's files cannot be told from older ones
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return
 	}
 	key := [2]uint64{st.Dev, st.Ino}
@@ -1019,7 +1023,13 @@ func (r *Root) sweep(dir *os.Root, rel string) {
 	if done {
 		return
 	}
-	names, _ := d.Readdirnames(-1)
+	list, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(list), rel)
+	names, _ := f.Readdirnames(-1)
+	f.Close()
 	for _, n := range names {
 		i := strings.LastIndex(n, ".seedinit-")
 		if !strings.HasPrefix(n, ".") || i <= 0 {
@@ -1029,14 +1039,19 @@ func (r *Root) sweep(dir *os.Root, rel string) {
 		if !isTempSuffix(suffix) || strings.HasPrefix(suffix, tag) {
 			continue
 		}
-		if fi, err := dir.Lstat(n); err != nil || fi.IsDir() {
+		var fi unix.Stat_t
+		if unix.Fstatat(fd, n, &fi, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue
+		}
+		flags := 0
+		if fi.Mode&unix.S_IFMT == unix.S_IFDIR {
+			flags = unix.AT_REMOVEDIR // only when empty
 		}
 		if r.step() != nil {
 			return
 		}
-		if err := dir.Remove(n); err == nil {
-			r.dirtied(fi, rel)
+		if unix.Unlinkat(fd, n, flags) == nil {
+			r.dirtiedDev(st.Dev, rel)
 			r.record("remove", "/"+path.Join(rel, n), "", false)
 		}
 	}
@@ -1060,24 +1075,32 @@ func isTempSuffix(s string) bool {
 // the 12 of every temporary file this boot makes, so that a sweep tells
 // an earlier boot's files from this one's; "" when the kernel does not
 // say (no /proc), and then nothing is swept.
-var bootTag = sync.OnceValue(func() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
+func bootTag() string {
+	bootMu.Lock()
+	defer bootMu.Unlock()
+	if !bootRead {
+		bootRead = true
+		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		tag := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
+		if err == nil && len(tag) >= 6 && isTempSuffix(tag[:6]+"000000") {
+			bootID = tag[:6]
+		}
 	}
-	tag := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
-	if len(tag) < 6 || !isTempSuffix(tag[:6]+"000000") {
-		return ""
-	}
-	return tag[:6]
-})
+	return bootID
+}
 
-// tempName is a name beside rel that no one else uses: tempPrefix, this
+var (
+	bootMu   sync.Mutex
+	bootRead bool
+	bootID   string
+)
+
+// tempName is a name beside rel that no one else uses: tempPrefix, the
 // boot's tag, and random digits. Its randomness only has to avoid
 // collisions, so it comes from earlyrand: PID 1 must not wait for the
 // kernel's pool to be initialised to write a file.
-func tempName(rel string) string {
-	tag := bootTag()
+func (r *Root) tempName(rel string) string {
+	tag := r.boot
 	b := make([]byte, (12-len(tag))/2)
 	earlyrand.Read(b)
 	return path.Join(path.Dir(rel), tempPrefix(path.Base(rel))+tag+hex.EncodeToString(b))
