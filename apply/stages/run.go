@@ -142,6 +142,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if st.NewInstance {
 		opts.Log.Info("new instance", "instance_id", st.InstanceID, "previous", st.PreviousInstanceID)
 	}
+	sweepAtStart(opts.Root, st)
 	report := &Report{Datasource: datasourceLine(opts.Seed), InstanceID: st.InstanceID}
 	status := loadStatus(opts.Root, opts.Stages[0] == apply.StageLocal || st.NewInstance)
 	status.setDatasource(report.Datasource)

@@ -967,6 +967,25 @@ func (r *Root) removeStaleTemps(dir *os.Root, base string) {
 	}
 }
 
+// SweepDirs sweeps each of names that is a directory in the target, as a
+// write there would (see sweep). A run calls it first on where seedinit
+// writes at every boot, and on where what a cut left could otherwise stay
+// until a later boot writes there again.
+func (r *Root) SweepDirs(names ...string) {
+	for _, name := range names {
+		rel, err := r.Resolve(name)
+		if err != nil {
+			continue
+		}
+		dir, err := r.root.OpenRoot(rel)
+		if err != nil {
+			continue
+		}
+		r.sweep(dir, rel)
+		dir.Close()
+	}
+}
+
 // sweepDirOf sweeps the directory that name (resolved) is in, if it
 // exists.
 func (r *Root) sweepDirOf(name string) {
