@@ -418,7 +418,6 @@ func (db *DB) Save() error {
 				continue
 			}
 		}
-		t := t
 		data := t.bytes()
 		files = append(files, pendingFile{path: t.path, data: data, mode: t.mode, owner: t.owner,
 			saved: func() { t.original, t.changed = data, false }})
