@@ -1093,16 +1093,17 @@ func isTempSuffix(s string) bool {
 // bootTag is the first 6 hex digits of the kernel's boot_id, which start
 // the 12 of every temporary file this boot makes, so that a sweep tells
 // an earlier boot's files from this one's; "" when the kernel does not
-// say (no /proc), and then nothing is swept.
+// say (no /proc yet, or none at all), and then a Root sweeps nothing.
+// Only an answer is kept: a Root opened before PID 1 mounts /proc must
+// not leave the later ones without it.
 func bootTag() string {
 	bootMu.Lock()
 	defer bootMu.Unlock()
 	if !bootRead {
-		bootRead = true
 		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 		tag := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
 		if err == nil && len(tag) >= 6 && isTempSuffix(tag[:6]+"000000") {
-			bootID = tag[:6]
+			bootRead, bootID = true, tag[:6]
 		}
 	}
 	return bootID
