@@ -125,6 +125,8 @@ type Env struct {
 	Prestarted any
 	// Warnings collects non-fatal problems for status.json.
 	warnings []string
+	// unrepeatable is set by NoteUnrepeatable.
+	unrepeatable bool
 }
 
 // EarlyRand is EarlyRandom, or earlyrand.Reader when that is nil.
@@ -134,6 +136,16 @@ func (e *Env) EarlyRand() io.Reader {
 	}
 	return earlyrand.Reader
 }
+
+// NoteUnrepeatable says the module did what running it again would do
+// again rather than find done: a user's command ran, a file was appended
+// to. Its semaphore is then made durable as soon as it is written, so
+// that a power cut once it is done does not run it again; a cut while it
+// runs still does (see the README's power cuts).
+func (e *Env) NoteUnrepeatable() { e.unrepeatable = true }
+
+// Unrepeatable reports whether NoteUnrepeatable was called.
+func (e *Env) Unrepeatable() bool { return e.unrepeatable }
 
 // Warnings returns what Warn recorded.
 func (e *Env) Warnings() []string { return e.warnings }

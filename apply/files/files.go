@@ -235,7 +235,7 @@ func writeEntry(ctx context.Context, env *apply.Env, e *Entry, users *userDB, b 
 	if e.Append {
 		// cloud-init appends and then sets the mode and owner it was given,
 		// on the existing file too.
-		err = env.Root.AppendFileFrom(e.Path, src, e.Mode, owner)
+		err = appendOnce(env, e, src, owner)
 	} else {
 		_, err = env.Root.WriteFileFromIfChanged(e.Path, src, e.Mode, owner)
 	}

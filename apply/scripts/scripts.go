@@ -49,6 +49,7 @@ func run(ctx context.Context, env *apply.Env, label string, cmd apply.Command) e
 	if errors.Is(err, apply.ErrSkipped) {
 		return err
 	}
+	env.NoteUnrepeatable()
 	result := "ok"
 	if err != nil {
 		result = err.Error()

@@ -460,3 +460,25 @@ json.dump(out, sys.stdout)
 		t.Errorf("parsed lines (-cloud-init +seedinit):\n%s", diff)
 	}
 }
+
+// The drop-in is made with its settings in one write: a power cut at any
+// step leaves it missing or whole, never empty.
+func TestSSHDDropInNeverEmpty(t *testing.T) {
+	for k := 0; ; k++ {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "etc/ssh"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeHostFile(t, dir, "etc/ssh/sshd_config", "Include /etc/ssh/sshd_config.d/*.conf\n", 0o644)
+		env := applytest.NewEnvAt(t, dir, nil)
+		env.Root.StopAfter(k)
+		_, err := UpdateSSHDConfig(env.Root, Setting{"PasswordAuthentication", "no"})
+		data, readErr := os.ReadFile(filepath.Join(dir, "etc/ssh/sshd_config.d/50-cloud-init.conf"))
+		if readErr == nil && string(data) != "PasswordAuthentication no\n" {
+			t.Errorf("cut after %d steps: the drop-in holds %q", k, data)
+		}
+		if err == nil {
+			break
+		}
+	}
+}

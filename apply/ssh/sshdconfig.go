@@ -149,19 +149,20 @@ func applySettings(lines []sshdConfigLine, settings []Setting) ([]sshdConfigLine
 // its mode and owner. It reports whether it wrote.
 func UpdateSSHDConfig(root *target.Root, settings ...Setting) (bool, error) {
 	name := SSHDConfigPath
+	mode, owner := fs.FileMode(0o644), rootOwner()
+	newDropIn := false
 	if includesDropIns(root) {
 		name = cloudInitDropIn
 		if !root.Exists(name) {
 			if err := root.MkdirAll(SSHDConfigPath+".d", 0o755, target.KeepOwner); err != nil {
 				return false, fmt.Errorf("update sshd config: %w", err)
 			}
-			if err := root.WriteFile(name, nil, 0o600, rootOwner()); err != nil {
-				return false, fmt.Errorf("update sshd config: %w", err)
-			}
+			// Made 0600 with its settings in one write: created empty
+			// first, a power cut could leave it so.
+			newDropIn, mode = true, 0o600
 		}
 	}
 	var text string
-	mode, owner := fs.FileMode(0o644), rootOwner()
 	fi, err := root.Stat(name)
 	switch {
 	case err == nil && fi.Mode().IsRegular():
@@ -181,6 +182,12 @@ func UpdateSSHDConfig(root *target.Root, settings ...Setting) (bool, error) {
 	}
 	lines, changed := applySettings(parseSSHDConfig(text), settings)
 	if len(changed) == 0 {
+		if newDropIn {
+			// cloud-init leaves the drop-in there, empty, even so.
+			if err := root.WriteFile(name, nil, mode, owner); err != nil {
+				return false, fmt.Errorf("update sshd config: %w", err)
+			}
+		}
 		return false, nil
 	}
 	var b strings.Builder

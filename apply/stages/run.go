@@ -147,6 +147,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if st.NewInstance {
 		opts.Log.Info("new instance", "instance_id", st.InstanceID, "previous", st.PreviousInstanceID)
 	}
+	sweepAtStart(opts.Root, st)
 	report := &Report{Datasource: datasourceLine(opts.Seed), InstanceID: st.InstanceID}
 	status := loadStatus(opts.Root, opts.Stages[0] == apply.StageLocal || st.NewInstance)
 	status.setDatasource(report.Datasource)
@@ -311,10 +312,16 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 		}
 		// Like cloud-init, a module that ran (even if it failed) is not run
 		// again for the same instance; one that could not act, or was cut
-		// short because the run is stopping, is retried.
+		// short because the run is stopping, is retried. The semaphore of
+		// one whose run would repeat what it did (a user's command) is
+		// made durable at once; others' with the next module's files.
 		if mr.Status != StatusSkipped && ctx.Err() == nil {
 			if err := st.MarkRun(semName, m.Frequency); err != nil {
 				res.Errors = append(res.Errors, fmt.Sprintf("%s: record semaphore: %v", m.Name, err))
+			} else if env.Unrepeatable() && m.Frequency != apply.PerBoot {
+				if err := opts.Root.Sync(); err != nil {
+					env.Log.Warn("sync", "error", err.Error())
+				}
 			}
 		}
 		res.Modules = append(res.Modules, mr)

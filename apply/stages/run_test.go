@@ -389,3 +389,52 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+// A run starts by removing what a power cut in an earlier boot left of
+// the writer's temporary files where seedinit writes at every boot (the
+// log, last of all, which a boot may never reach), in the homes and
+// their keys, whatever the config asks this time; this boot's stay.
+func TestRunSweepsAnEarlierBootsTemporariesFirst(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Skipf("no boot_id to tell this boot's temporary files by: %v", err)
+	}
+	now := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")[:6]
+	old := "0a0b0c"
+	if now == old {
+		old = "0d0e0f"
+	}
+	stale := []string{
+		"var/log/.seedinit.log.seedinit-" + old + "123456",
+		"home/pcadmin/..profile.seedinit-" + old + "123456",
+		"home/pcadmin/.ssh/.authorized_keys.seedinit-" + old + "123456",
+		"etc/ssh/.ssh_host_ed25519_key.pub.seedinit-" + old + "123456",
+		".home.seedinit-" + old + "123456/",
+	}
+	kept := "var/log/.seedinit.log.seedinit-" + now + "123456"
+	for _, name := range append(stale, kept) {
+		p := filepath.Join(dir, name)
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runOnce(t, dir, "i-sweep", "#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\n")
+	for _, name := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s is still there", name)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, kept)); err != nil {
+		t.Errorf("this boot's %s was removed: %v", kept, err)
+	}
+}

@@ -52,6 +52,11 @@ func (r *Root) mkdirAll(name, rel string, mode fs.FileMode, owner Owner) (int, e
 		}
 		fd, err := openDirNoFollow(dir, part)
 		if errors.Is(err, unix.ENOENT) {
+			parent := "."
+			if start > 0 {
+				parent = rel[:start-1]
+			}
+			r.sweepAt(dir, parent)
 			fd, err = r.mkdirAt(dir, part, mode, owner)
 			if err == nil {
 				// A new directory is on its parent's filesystem:
@@ -92,34 +97,74 @@ func openDirNoFollow(dir int, part string) (int, error) {
 }
 
 // mkdirAt creates the directory part below dir with mode and owner and
-// returns a handle on it. The directory starts as 0700, so that nobody
-// else can use it before it has its owner and mode, and so that seedinit
-// can open it to set them whatever mode was asked for; owner and mode are
-// set through that handle, never through a name that could have been
-// swapped. A directory someone else made in the meantime is opened and
-// left as it is.
+// returns a handle on it. The directory is made under a temporary name
+// (tempName's, which an earlier boot's sweep removes when it stays
+// empty), starts as 0700, so that nobody else can use it before it has
+// its owner and mode and so that seedinit can open it to set them
+// whatever mode was asked for, gets them through that handle, never
+// through a name that could have been swapped, and is then renamed into
+// place: a power cut never leaves a directory of part's name without its
+// owner and mode, which no later run would give it. A directory someone
+// else made in the meantime is opened and left as it is.
 func (r *Root) mkdirAt(dir int, part string, mode fs.FileMode, owner Owner) (int, error) {
-	err := unix.Mkdirat(dir, part, 0o700)
-	if errors.Is(err, unix.EEXIST) {
-		return openDirNoFollow(dir, part)
-	}
-	if err != nil {
+	if err := r.step(); err != nil {
 		return -1, err
 	}
-	fd, err := unix.Openat(dir, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	var tmp string
+	for range 10 {
+		tmp = path.Base(r.tempName(part))
+		err := unix.Mkdirat(dir, tmp, 0o700)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return -1, err
+		}
+		break
+	}
+	fd, err := unix.Openat(dir, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		unix.Unlinkat(dir, tmp, unix.AT_REMOVEDIR)
+		return -1, err
+	}
+	fail := func(err error) (int, error) {
+		unix.Close(fd)
+		if !r.isCut() {
+			unix.Unlinkat(dir, tmp, unix.AT_REMOVEDIR)
+		}
 		return -1, err
 	}
 	// Owner first: chown clears setuid and setgid, so the mode comes last.
 	if owner.UID >= 0 || owner.GID >= 0 {
 		if err := unix.Fchown(fd, owner.UID, owner.GID); err != nil {
-			unix.Close(fd)
-			return -1, err
+			return fail(err)
 		}
 	}
 	if err := unix.Fchmod(fd, chmodBits(mode)); err != nil {
+		return fail(err)
+	}
+	if err := r.step(); err != nil {
+		return fail(err)
+	}
+	// RENAME_NOREPLACE: a directory someone made meanwhile stays theirs.
+	err = unix.Renameat2(dir, tmp, dir, part, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
 		unix.Close(fd)
-		return -1, err
+		unix.Unlinkat(dir, tmp, unix.AT_REMOVEDIR)
+		return openDirNoFollow(dir, part)
+	}
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// A filesystem without RENAME_NOREPLACE: a plain rename, which
+		// replaces only an empty directory made in the meantime.
+		err = unix.Renameat(dir, tmp, dir, part)
+		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+			unix.Close(fd)
+			unix.Unlinkat(dir, tmp, unix.AT_REMOVEDIR)
+			return openDirNoFollow(dir, part)
+		}
+	}
+	if err != nil {
+		return fail(err)
 	}
 	return fd, nil
 }

@@ -85,6 +85,14 @@ type Root struct {
 	// to a target-relative path on it. Paths, not open handles: a handle
 	// would keep a filesystem busy that a module wants to unmount.
 	dirty map[uint64]string
+	// steps counts the changes made, and stopAt (-1: never) is where a
+	// crash test cuts the power (see StopAfter).
+	steps, stopAt int
+	// swept holds the directories (device, inode) swept of an earlier
+	// boot's temporary files.
+	swept map[[2]uint64]bool
+	// boot is this boot's tag (bootTag) when the Root was opened.
+	boot string
 }
 
 // Change is one modification seedinit made in the target, kept so that a
@@ -172,7 +180,7 @@ func Open(dir string) (*Root, error) {
 		r.Close()
 		return nil, fmt.Errorf("open target root %s: %w", dir, err)
 	}
-	return &Root{dir: abs, root: r, top: top}, nil
+	return &Root{dir: abs, root: r, top: top, stopAt: -1, boot: bootTag()}, nil
 }
 
 // topHandle duplicates the handle r holds on its directory, so that both
@@ -599,9 +607,13 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	defer dir.Close()
 	base := path.Base(rel)
 	if opts.removeStale {
-		removeStaleTemps(dir, base)
+		r.removeStaleTemps(dir, base)
 	}
-	tmp, f, err := createTemp(dir, base, mode)
+	r.sweep(dir, path.Dir(rel))
+	if err := r.step(); err != nil {
+		return false, fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp, f, err := r.createTemp(dir, base, mode)
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -609,7 +621,9 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	defer func() {
 		if !committed {
 			f.Close()
-			dir.Remove(tmp)
+			if r.step() == nil {
+				dir.Remove(tmp)
+			}
 		}
 	}()
 	if err := fill(f); err != nil {
@@ -650,6 +664,9 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 	if err := f.Close(); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
+	if err := r.step(); err != nil {
+		return false, fmt.Errorf("write %s: %w", name, err)
+	}
 	if err := dir.Rename(tmp, base); err != nil {
 		return false, fmt.Errorf("write %s: %w", name, unwrapPath(err))
 	}
@@ -664,6 +681,7 @@ func (r *Root) writeFile(name string, mode fs.FileMode, owner Owner, opts writeO
 // setuid bit is written again. The old file is compared where it lies,
 // a block at a time: it is never read whole, whatever its size.
 func (r *Root) WriteFileIfChanged(name string, data []byte, mode fs.FileMode, owner Owner) (bool, error) {
+	r.sweepDirOf(name)
 	if r.holds(name, data, mode, owner) {
 		return false, nil
 	}
@@ -738,11 +756,18 @@ func (r *Root) Symlink(dest, name string) error {
 	if err := r.MkdirAll(path.Dir(rel), 0o755, KeepOwner); err != nil {
 		return fmt.Errorf("symlink %s: %w", name, err)
 	}
-	tmp := tempName(rel)
+	r.sweepDirOf(name)
+	tmp := r.tempName(rel)
+	if err := r.step(); err != nil {
+		return fmt.Errorf("symlink %s: %w", name, err)
+	}
 	if err := r.root.Symlink(dest, tmp); err != nil {
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
 	}
 	labelled := r.labelLink(rel, tmp)
+	if err := r.step(); err != nil {
+		return fmt.Errorf("symlink %s: %w", name, err)
+	}
 	if err := r.root.Rename(tmp, rel); err != nil {
 		r.root.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", name, unwrapPath(err))
@@ -758,6 +783,9 @@ func (r *Root) Remove(name string) error {
 	rel, err := r.resolve(name, false)
 	if err != nil {
 		return err
+	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
 	}
 	if err := r.root.Remove(rel); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -782,6 +810,9 @@ func (r *Root) RemoveAll(name string) error {
 	if _, err := r.root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
 	// A RemoveAll that failed may still have removed part of the tree.
 	if err := r.root.RemoveAll(rel); err != nil {
 		r.dirtiedAt(path.Dir(rel))
@@ -798,6 +829,9 @@ func (r *Root) Chmod(name string, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("chmod %s: %w", name, err)
+	}
 	if err := r.root.Chmod(rel, mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", name, unwrapPath(err))
 	}
@@ -811,6 +845,9 @@ func (r *Root) Chown(name string, owner Owner) error {
 	rel, err := r.Resolve(name)
 	if err != nil {
 		return err
+	}
+	if err := r.step(); err != nil {
+		return fmt.Errorf("chown %s: %w", name, err)
 	}
 	if err := r.chown(rel, owner); err != nil {
 		return fmt.Errorf("chown %s: %w", name, err)
@@ -827,9 +864,9 @@ func (r *Root) chown(rel string, owner Owner) error {
 	return unwrapPath(r.root.Lchown(rel, owner.UID, owner.GID))
 }
 
-func createTemp(dir *os.Root, base string, mode fs.FileMode) (string, *os.File, error) {
+func (r *Root) createTemp(dir *os.Root, base string, mode fs.FileMode) (string, *os.File, error) {
 	for range 10 {
-		tmp := tempName(base)
+		tmp := r.tempName(base)
 		f, err := dir.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode.Perm()&0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -912,8 +949,8 @@ func (r *Root) syncAt(rel string, dev uint64, onDev bool, done map[uint64]bool) 
 }
 
 // removeStaleTemps removes the temporary files tempName made for base in
-// dir.
-func removeStaleTemps(dir *os.Root, base string) {
+// dir, this boot's too.
+func (r *Root) removeStaleTemps(dir *os.Root, base string) {
 	d, err := dir.Open(".")
 	if err != nil {
 		return
@@ -922,21 +959,171 @@ func removeStaleTemps(dir *os.Root, base string) {
 	d.Close()
 	prefix := tempPrefix(base)
 	for _, n := range names {
-		if suffix, ok := strings.CutPrefix(n, prefix); ok && len(suffix) == 12 {
-			if _, err := hex.DecodeString(suffix); err == nil {
+		if suffix, ok := strings.CutPrefix(n, prefix); ok && isTempSuffix(suffix) {
+			if r.step() == nil {
 				dir.Remove(n)
 			}
 		}
 	}
 }
 
-// tempName is a name beside rel that no one else uses. Its randomness only
-// has to avoid collisions, so it comes from earlyrand: PID 1 must not wait
-// for the kernel's pool to be initialised to write a file.
-func tempName(rel string) string {
-	var b [6]byte
-	earlyrand.Read(b[:])
-	return path.Join(path.Dir(rel), tempPrefix(path.Base(rel))+hex.EncodeToString(b[:]))
+// SweepDirs sweeps each of names that is a directory in the target, as a
+// write there would (see sweep). A run calls it first on where seedinit
+// writes at every boot, and on where what a cut left could otherwise stay
+// until a later boot writes there again.
+func (r *Root) SweepDirs(names ...string) {
+	for _, name := range names {
+		rel, err := r.Resolve(name)
+		if err != nil {
+			continue
+		}
+		dir, err := r.root.OpenRoot(rel)
+		if err != nil {
+			continue
+		}
+		r.sweep(dir, rel)
+		dir.Close()
+	}
+}
+
+// sweepDirOf sweeps the directory that name (resolved) is in, if it
+// exists.
+func (r *Root) sweepDirOf(name string) {
+	rel, err := r.resolve(name, false)
+	if err != nil || rel == "." {
+		return
+	}
+	dir, err := r.root.OpenRoot(path.Dir(rel))
+	if err != nil {
+		return
+	}
+	defer dir.Close()
+	r.sweep(dir, path.Dir(rel))
+}
+
+// sweep removes from dir (rel, resolved) the temporary files that a run
+// of an earlier boot left there when its power was cut between creating
+// one and renaming it into place, once per directory and Root: the run
+// after a cut writes where the cut one did, so what it left goes the
+// first time a run writes (or would write) a file there. Only the
+// writer's own names go (tempPrefix of some name, then 12 hex digits),
+// and of those only the ones an earlier boot made: this boot's may be a
+// write in progress in another process (the final stage, the lease
+// keeper), and a run cut short in this boot leaves its own to the next.
+// A directory of such a name (one being made, see mkdirAt) goes only when
+// it is empty.
+func (r *Root) sweep(dir *os.Root, rel string) {
+	d, err := dir.Open(".")
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	r.sweepAt(int(d.Fd()), rel)
+}
+
+// sweepAt is sweep for the directory open as fd (O_PATH will do).
+func (r *Root) sweepAt(fd int, rel string) {
+	tag := r.boot
+	if tag == "" {
+		return // this boot's files cannot be told from older ones
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	r.mu.Lock()
+	done := r.swept[key]
+	if r.swept == nil {
+		r.swept = map[[2]uint64]bool{}
+	}
+	r.swept[key] = true
+	r.mu.Unlock()
+	if done {
+		return
+	}
+	list, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(list), rel)
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		i := strings.LastIndex(n, ".seedinit-")
+		if !strings.HasPrefix(n, ".") || i <= 0 {
+			continue
+		}
+		suffix := n[i+len(".seedinit-"):]
+		if !isTempSuffix(suffix) || strings.HasPrefix(suffix, tag) {
+			continue
+		}
+		var fi unix.Stat_t
+		if unix.Fstatat(fd, n, &fi, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		flags := 0
+		if fi.Mode&unix.S_IFMT == unix.S_IFDIR {
+			flags = unix.AT_REMOVEDIR // only when empty
+		}
+		if r.step() != nil {
+			return
+		}
+		if unix.Unlinkat(fd, n, flags) == nil {
+			r.dirtiedDev(st.Dev, rel)
+			r.record("remove", "/"+path.Join(rel, n), "", false)
+		}
+	}
+}
+
+// isTempSuffix reports whether s is what tempName puts after tempPrefix:
+// 12 lower-case hex digits.
+func isTempSuffix(s string) bool {
+	if len(s) != 12 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// bootTag is the first 6 hex digits of the kernel's boot_id, which start
+// the 12 of every temporary file this boot makes, so that a sweep tells
+// an earlier boot's files from this one's; "" when the kernel does not
+// say (no /proc yet, or none at all), and then a Root sweeps nothing.
+// Only an answer is kept: a Root opened before PID 1 mounts /proc must
+// not leave the later ones without it.
+func bootTag() string {
+	bootMu.Lock()
+	defer bootMu.Unlock()
+	if !bootRead {
+		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		tag := strings.ReplaceAll(strings.TrimSpace(string(b)), "-", "")
+		if err == nil && len(tag) >= 6 && isTempSuffix(tag[:6]+"000000") {
+			bootRead, bootID = true, tag[:6]
+		}
+	}
+	return bootID
+}
+
+var (
+	bootMu   sync.Mutex
+	bootRead bool
+	bootID   string
+)
+
+// tempName is a name beside rel that no one else uses: tempPrefix, the
+// boot's tag, and random digits. Its randomness only has to avoid
+// collisions, so it comes from earlyrand: PID 1 must not wait for the
+// kernel's pool to be initialised to write a file.
+func (r *Root) tempName(rel string) string {
+	tag := r.boot
+	b := make([]byte, (12-len(tag))/2)
+	earlyrand.Read(b)
+	return path.Join(path.Dir(rel), tempPrefix(path.Base(rel))+tag+hex.EncodeToString(b))
 }
 
 // tempPrefix is what the temporary names of base start with; base is cut

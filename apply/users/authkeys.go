@@ -361,7 +361,8 @@ func authorizedKeysFile(env *apply.Env, owner keyOwner) (string, error) {
 // checkCreatePath walks file's directories from the top as cloud-init's
 // check_create_path does: no symlinks or files on the way, missing
 // directories created (below the home: 0700 and the user's, elsewhere
-// 0755 and root's), each one and the file passing the permission checks.
+// 0755 and root's), each one and the file, if it exists, passing the
+// permission checks.
 func checkCreatePath(env *apply.Env, owner keyOwner, file string, strict bool) error {
 	root, p := env.Root, owner.user
 	home := path.Clean(p.Home)
@@ -406,12 +407,10 @@ func checkCreatePath(env *apply.Env, owner keyOwner, file string, strict bool) e
 	case err == nil && (fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir()):
 		return fmt.Errorf("%s is not a file", file)
 	case errors.Is(err, fs.ErrNotExist):
-		if err := root.WriteFile(file, nil, 0o600, ownedBy(p.UID, p.GID)); err != nil {
-			return err
-		}
-		if fi, err = root.Lstat(file); err != nil {
-			return err
-		}
+		// cloud-init creates it empty here and checks it; it is made
+		// once, with the keys, 0600 and the user's, which passes: an
+		// empty file between two writes is what a power cut would keep.
+		return nil
 	case err != nil:
 		return err
 	}

@@ -282,6 +282,12 @@ type DB struct {
 	// memberOf indexes the groups' member lists for GroupsOf; nil when
 	// the groups changed since it was built.
 	memberOf map[string][]string
+	// Recovered is set when Open finished the account change of a run
+	// that a power cut stopped (see Save).
+	Recovered bool
+	// homes are the users created whose homes are still to be made, as
+	// saved with them (see PendHome).
+	homes *pendingHomes
 }
 
 // rootAccount is the superuser's entry in an account database seedinit
@@ -301,6 +307,9 @@ func Open(root *target.Root) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{root: root, Policy: policy, now: now}
+	if db.Recovered, err = recoverAccounts(root); err != nil {
+		return nil, err
+	}
 	specs := []struct {
 		dst     **table
 		path    string
@@ -325,6 +334,9 @@ func Open(root *target.Root) (*DB, error) {
 		db.addRootAccount()
 	}
 	if db.subIDs, err = openSubIDs(root); err != nil {
+		return nil, err
+	}
+	if db.homes, err = readPendingHomes(root); err != nil {
 		return nil, err
 	}
 	shadowGID, shadowMode := 0, fs.FileMode(0o600)
@@ -386,10 +398,11 @@ func readTable(root *target.Root, path string, nfields int) (*table, error) {
 	return t, nil
 }
 
-// Save writes the files that changed, group files before user files so
-// that no user ever names a group that is not there yet, each with a "-"
-// backup of its previous content as shadow-utils leaves.
+// Save writes the files that changed as one transaction (see
+// saveTogether), each with a "-" backup of its previous content as
+// shadow-utils leaves.
 func (db *DB) Save() error {
+	var files []pendingFile
 	var errs []error
 	for _, t := range []*table{db.group, db.gshadow, db.passwd, db.shadow} {
 		if !t.changed || !t.exists {
@@ -406,13 +419,18 @@ func (db *DB) Save() error {
 			}
 		}
 		data := t.bytes()
-		if err := db.root.WriteFile(t.path, data, t.mode, t.owner); err != nil {
-			errs = append(errs, fmt.Errorf("save account database: %w", err))
-			continue
-		}
-		t.original, t.changed = data, false
+		files = append(files, pendingFile{path: t.path, data: data, mode: t.mode, owner: t.owner,
+			saved: func() { t.original, t.changed = data, false }})
 	}
-	errs = append(errs, db.subIDs.save(db.root))
+	sub, err := db.subIDs.pending(db.root)
+	files = append(files, sub...)
+	errs = append(errs, err)
+	if f, ok := db.homes.pending(); ok {
+		files = append(files, f)
+	}
+	if err := saveTogether(db.root, files); err != nil {
+		errs = append(errs, fmt.Errorf("save account database: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

@@ -16,20 +16,36 @@ import (
 // is left alone (useradd only warns), and so is its content. It reports
 // whether it created the directory.
 func CreateHome(root *target.Root, p Passwd, policy Policy) (bool, error) {
+	return makeHome(root, p, policy, false)
+}
+
+// makeHome is CreateHome; with resume, a home that exists is one a run
+// stopped by a power cut was making (the user's home is recorded as to be
+// made, see pendingHomesFile): it gets its owner and mode, and what of
+// the skeleton is missing, whose files were each written whole or not at
+// all.
+func makeHome(root *target.Root, p Passwd, policy Policy, resume bool) (bool, error) {
 	if p.Home == "" || p.Home == "/" {
 		return false, nil
 	}
-	if _, err := root.Lstat(p.Home); err == nil {
-		return false, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("create home of %s: %w", p.Name, err)
-	}
 	owner := ownedBy(p.UID, p.GID)
-	if err := root.MkdirAll(path.Dir(p.Home), 0o755, ownedBy(0, 0)); err != nil {
+	fi, err := root.Lstat(p.Home)
+	switch {
+	case err == nil && (!resume || !fi.IsDir()):
+		return false, nil
+	case err == nil:
+		if err := setModeOwner(root, p.Home, fi, policy.HomeMode, owner); err != nil {
+			return false, fmt.Errorf("complete home of %s: %w", p.Name, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("create home of %s: %w", p.Name, err)
-	}
-	if err := root.MkdirAll(p.Home, policy.HomeMode, owner); err != nil {
-		return false, fmt.Errorf("create home of %s: %w", p.Name, err)
+	default:
+		if err := root.MkdirAll(path.Dir(p.Home), 0o755, ownedBy(0, 0)); err != nil {
+			return false, fmt.Errorf("create home of %s: %w", p.Name, err)
+		}
+		if err := root.MkdirAll(p.Home, policy.HomeMode, owner); err != nil {
+			return false, fmt.Errorf("create home of %s: %w", p.Name, err)
+		}
 	}
 	if policy.Skel == "" {
 		return true, nil
@@ -43,8 +59,26 @@ func CreateHome(root *target.Root, p Passwd, policy Policy) (bool, error) {
 	return true, nil
 }
 
+// setModeOwner gives the directory name (fi) mode and owner where a cut
+// left it without them (made 0700, then given its owner and mode).
+func setModeOwner(root *target.Root, name string, fi fs.FileInfo, mode fs.FileMode, owner target.Owner) error {
+	have := statOwner(fi)
+	if (owner.UID >= 0 && owner.UID != have.UID) || (owner.GID >= 0 && owner.GID != have.GID) {
+		if err := root.Chown(name, owner); err != nil {
+			return err
+		}
+	}
+	if target.ModeBits(fi.Mode()) != target.ModeBits(mode) {
+		return root.Chmod(name, mode)
+	}
+	return nil
+}
+
 // copyTree copies the files, directories and symlinks under src to dst
 // with their modes, all owned by owner; it keeps going past a bad entry.
+// What is in dst already is kept: only a home a cut left half made has
+// anything there, each file whole (written atomically) and each directory
+// given its mode and owner again.
 func copyTree(root *target.Root, src, dst string, owner target.Owner) error {
 	entries, err := root.ReadDir(src)
 	if err != nil {
@@ -55,6 +89,21 @@ func copyTree(root *target.Root, src, dst string, owner target.Owner) error {
 		from, to := path.Join(src, e.Name()), path.Join(dst, e.Name())
 		fi, err := root.Lstat(from)
 		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		there, err := root.Lstat(to)
+		switch {
+		case err == nil && fi.IsDir() && there.IsDir():
+			if err := setModeOwner(root, to, there, fi.Mode().Perm(), owner); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, copyTree(root, from, to, owner))
+			continue
+		case err == nil:
+			continue
+		case !errors.Is(err, fs.ErrNotExist):
 			errs = append(errs, err)
 			continue
 		}

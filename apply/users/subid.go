@@ -480,25 +480,25 @@ func findFreeSubIDRangeFrom(lines []*subIDLine, from int, low, min, max uint32, 
 	return 0, false, len(lines), low
 }
 
-// save writes a changed file with a "-" backup of its previous content,
-// as shadow-utils leaves.
-func (f *subIDFile) save(root *target.Root) error {
+// pending writes a changed file's "-" backup of its previous content, as
+// shadow-utils leaves, and returns the file for the account database's
+// transaction.
+func (f *subIDFile) pending(root *target.Root) ([]pendingFile, error) {
 	if !f.changed {
-		return nil
+		return nil, nil
 	}
 	if err := root.WriteFile(f.path+"-", f.original, f.mode, f.owner); err != nil {
-		return fmt.Errorf("back up %s: %w", f.path, err)
+		return nil, fmt.Errorf("back up %s: %w", f.path, err)
 	}
 	data := f.bytes()
-	if err := root.WriteFile(f.path, data, f.mode, f.owner); err != nil {
-		return fmt.Errorf("save %s: %w", f.path, err)
-	}
-	f.original, f.changed = data, false
-	return nil
+	return []pendingFile{{path: f.path, data: data, mode: f.mode, owner: f.owner,
+		saved: func() { f.original, f.changed = data, false }}}, nil
 }
 
-func (s *subIDs) save(root *target.Root) error {
-	return errors.Join(s.uids.save(root), s.gids.save(root))
+func (s *subIDs) pending(root *target.Root) ([]pendingFile, error) {
+	uids, err1 := s.uids.pending(root)
+	gids, err2 := s.gids.pending(root)
+	return append(uids, gids...), errors.Join(err1, err2)
 }
 
 // SubordinateIDs returns name's ranges in /etc/subuid and /etc/subgid as

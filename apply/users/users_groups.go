@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
@@ -122,14 +123,18 @@ func runUsersGroups(ctx context.Context, env *apply.Env) error {
 		return apply.Skip("no users or groups configured")
 	}
 
+	// Held to the end: the homes' record is saved again once they are made.
 	unlock, err := Lock(ctx, env.Root)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	defer unlock()
 	db, err := Open(env.Root)
 	if err != nil {
-		unlock()
 		return errors.Join(append(errs, err)...)
+	}
+	if db.Recovered {
+		logger(env).Info("finished the account change of a run a power cut stopped")
 	}
 	for _, g := range groups {
 		errs = append(errs, createGroup(env, db, g)...)
@@ -142,24 +147,48 @@ func runUsersGroups(ctx context.Context, env *apply.Env) error {
 			errs = append(errs, fmt.Errorf("%s: %w", p.entry.label(), err))
 		}
 		// A user that exists gets its files even when its password failed.
-		if _, exists := db.User(p.entry.Name); exists {
-			created[p.entry.Name] = isNew
-			ready = append(ready, p)
+		pw, exists := db.User(p.entry.Name)
+		if !exists {
+			continue
 		}
+		// Its home is saved as to be made with the user, so that a run
+		// after a cut completes it (see pendingHomesFile).
+		if isNew && !p.noCreateHome && !p.system && pw.Home != "" && pw.Home != "/" {
+			if _, err := env.Root.Lstat(pw.Home); errors.Is(err, fs.ErrNotExist) {
+				db.PendHome(pw.Name)
+			}
+		}
+		created[p.entry.Name] = isNew || db.HomePending(p.entry.Name)
+		ready = append(ready, p)
 	}
-	err = db.Save()
-	unlock()
-	if err != nil {
+	if err = db.Save(); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 
 	var sudo []SudoBlock
+	var homes []string
 	for _, p := range ready {
 		if err := applyFiles(env, db, p, created[p.entry.Name]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.entry.label(), err))
 		}
+		if db.HomePending(p.entry.Name) {
+			homes = append(homes, p.entry.Name)
+		}
 		if p.hasSudo {
 			sudo = append(sudo, SudoBlock{User: p.entry.Name, Rules: p.sudo})
+		}
+	}
+	if len(homes) > 0 {
+		// The homes reach the disk before their record goes: a cut in
+		// between makes the next run look at them again, which finds
+		// them whole.
+		if err := env.Root.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("flush the homes of %s: %w", abbrevList(homes, 5), err))
+		} else {
+			db.HomesMade(homes...)
+			if err := db.Save(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	// One write for every user's rules: the file rewritten per user would
@@ -395,9 +424,12 @@ func planUser(env *apply.Env, u userEntry, defaultName string, cloudKeys []strin
 func applyAccount(env *apply.Env, db *DB, p *userPlan) (bool, error) {
 	name := p.entry.Name
 	_, exists := db.User(name)
-	if exists {
+	switch {
+	case exists && db.HomePending(name):
+		logger(env).Info("user made by a run a power cut stopped; completing its home", "user", name)
+	case exists:
 		logger(env).Info("user exists already, not creating it", "user", name)
-	} else {
+	default:
 		if p.createGroups && len(p.groups) > 0 {
 			wanted := append(append([]string{}, p.groups...), p.primaryGroup)
 			for _, g := range wanted {
@@ -473,7 +505,7 @@ func applyFiles(env *apply.Env, db *DB, p *userPlan, isNew bool) error {
 	}
 	var errs []error
 	if isNew && !p.noCreateHome && !p.system {
-		if _, err := CreateHome(env.Root, pw, db.Policy); err != nil {
+		if _, err := makeHome(env.Root, pw, db.Policy, db.HomePending(name)); err != nil {
 			errs = append(errs, err)
 		}
 	}
