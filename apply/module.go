@@ -90,6 +90,24 @@ func Skip(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrSkipped, fmt.Sprintf(format, args...))
 }
 
+// ErrDone, with ErrSkipped (SkipDone), means the module had nothing to do
+// because its effect is in place already, as after a run whose semaphore
+// a power cut lost: it is reported as skipped, and its semaphore is
+// written as for a module that ran (cloud-init writes one there too), so
+// that it does not run again at every boot.
+var ErrDone = errors.New("done before")
+
+// SkipDone reports the module as skipped because its work is done.
+func SkipDone(format string, args ...any) error {
+	return doneSkip(fmt.Sprintf(format, args...))
+}
+
+// doneSkip is both a skip and done.
+type doneSkip string
+
+func (e doneSkip) Error() string        { return ErrSkipped.Error() + ": " + string(e) }
+func (e doneSkip) Is(target error) bool { return target == ErrSkipped || target == ErrDone }
+
 // Env is what a module gets: the target, the merged config, the instance's
 // seed, and the system seams. Modules change the target only through Root
 // and Sys.

@@ -69,7 +69,7 @@ func runSetHostname(ctx context.Context, env *apply.Env) error {
 		env.Warn("set hostname: %v; setting the hostname again", err)
 	}
 	if prev != nil && prev.Hostname == n.Hostname && prev.FQDN == n.FQDN {
-		return apply.Skip("hostname %s (%s) unchanged since it was last set", n.FQDN, n.Hostname)
+		return apply.SkipDone("hostname %s (%s) unchanged since it was last set", n.FQDN, n.Hostname)
 	}
 	if n.IsDefault && n.Hostname == defaultHost {
 		return apply.Skip("the hostname is the default localhost: left to other services")

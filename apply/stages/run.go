@@ -310,12 +310,13 @@ func runModules(ctx context.Context, opts Options, st *apply.State, prep *Prepar
 				env.Log.Warn("sync", "error", err.Error())
 			}
 		}
-		// Like cloud-init, a module that ran (even if it failed) is not run
-		// again for the same instance; one that could not act, or was cut
-		// short because the run is stopping, is retried. The semaphore of
+		// Like cloud-init, a module that ran (even if it failed), or found
+		// its work done, is not run again for the same instance; one that
+		// could not act, or was cut short because the run is stopping, is
+		// retried. The semaphore of
 		// one whose run would repeat what it did (a user's command) is
 		// made durable at once; others' with the next module's files.
-		if mr.Status != StatusSkipped && ctx.Err() == nil {
+		if (mr.Status != StatusSkipped || errors.Is(err, apply.ErrDone)) && ctx.Err() == nil {
 			if err := st.MarkRun(semName, m.Frequency); err != nil {
 				res.Errors = append(res.Errors, fmt.Sprintf("%s: record semaphore: %v", m.Name, err))
 			} else if env.Unrepeatable() && m.Frequency != apply.PerBoot {
