@@ -96,7 +96,9 @@ func isRamfs(p string) bool {
 	if err := unix.Statfs(p, &fs); err != nil {
 		return false
 	}
-	return fs.Type == unix.RAMFS_MAGIC || fs.Type == unix.TMPFS_MAGIC
+	// The magics are 32 bits; Type is as wide as the architecture's long.
+	magic := uint32(fs.Type)
+	return magic == unix.RAMFS_MAGIC || magic == unix.TMPFS_MAGIC
 }
 
 // mountID is the kernel's id of the mount that path is on (statx's

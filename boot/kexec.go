@@ -154,7 +154,7 @@ func Kexec(root string, k KexecSpec, beforeReboot func()) error {
 		defer initrd.Close()
 		initrdFd, flags = int(initrd.Fd()), 0
 	}
-	if err := unix.KexecFileLoad(int(kernel.Fd()), initrdFd, k.Cmdline, flags); err != nil {
+	if err := kexecFileLoad(int(kernel.Fd()), initrdFd, k.Cmdline, flags); err != nil {
 		return fmt.Errorf("kexec: load %s: %w", seed.RedactURL(k.Kernel), err)
 	}
 	if beforeReboot != nil {

@@ -38,10 +38,15 @@ func handleSignals(log *slog.Logger) {
 	}, nil)
 }
 
+// rebootHalt is reboot(2)'s halt command, an unsigned int the kernel
+// reads from its argument's low 32 bits: as an int it is negative on
+// 32-bit machines, where the constant does not fit.
+var rebootHalt uint32 = unix.LINUX_REBOOT_CMD_HALT
+
 func rebootCommand(sig os.Signal) (int, string) {
 	switch sig {
 	case syscall.SIGUSR1:
-		return unix.LINUX_REBOOT_CMD_HALT, "halt"
+		return int(rebootHalt), "halt"
 	case syscall.SIGUSR2:
 		return unix.LINUX_REBOOT_CMD_POWER_OFF, "poweroff"
 	}

@@ -80,7 +80,7 @@ func (d *File) init() error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFBLK:
 		d.block = true
-		d.rdev = st.Rdev
+		d.rdev = uint64(st.Rdev)
 		size, err := ioctlGetUint64(d.f, unix.BLKGETSIZE64)
 		if err != nil {
 			return fmt.Errorf("BLKGETSIZE64: %w", err)

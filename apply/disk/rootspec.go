@@ -93,7 +93,7 @@ func (h Host) resolvePath(p string) (BlockDev, error) {
 		if st.Mode&unix.S_IFMT != unix.S_IFBLK {
 			return BlockDev{}, fmt.Errorf("resolve %s: not a block device", p)
 		}
-		return h.BlockDevice(unix.Major(st.Rdev), unix.Minor(st.Rdev))
+		return h.BlockDevice(unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)))
 	}
 	b, err := h.BlockDeviceByName(filepath.Base(p))
 	if err != nil {

@@ -349,7 +349,7 @@ func (h Host) Node(name string, major, minor uint32) (path string, done func(), 
 		if name == "" && p == filepath.Join(h.Dev, name) {
 			continue
 		}
-		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == want {
+		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK && uint64(st.Rdev) == want {
 			return p, func() {}, nil
 		}
 	}

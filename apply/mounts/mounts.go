@@ -430,5 +430,5 @@ func freeBytes(root *target.Root, dir string) (int64, error) {
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
 		return 0, err
 	}
-	return st.Frsize * int64(st.Bfree), nil
+	return int64(st.Frsize) * int64(st.Bfree), nil
 }

@@ -24,8 +24,8 @@ func testLocaleArchive(order binary.ByteOrder, names ...string) []byte {
 		strs = append(append(strs, n...), 0)
 	}
 	head := make([]byte, localeArchiveHeader)
-	for i, v := range []int{localeArchiveMagic, 0, hashOffset, len(names), slots, stringOffset, len(strs), len(strs)} {
-		order.PutUint32(head[i*4:], uint32(v))
+	for i, v := range []uint32{localeArchiveMagic, 0, uint32(hashOffset), uint32(len(names)), uint32(slots), uint32(stringOffset), uint32(len(strs)), uint32(len(strs))} {
+		order.PutUint32(head[i*4:], v)
 	}
 	return append(append(head, entries...), strs...)
 }

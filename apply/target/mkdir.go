@@ -188,6 +188,6 @@ func chmodBits(m fs.FileMode) uint32 {
 func (r *Root) dirtiedFD(fd int, rel string) {
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil {
-		r.dirtiedDev(st.Dev, rel)
+		r.dirtiedDev(uint64(st.Dev), rel)
 	}
 }

@@ -119,7 +119,7 @@ func (r *Root) record(op, name, rel string, fresh bool) {
 // (a directory on it) as where Sync finds it again.
 func (r *Root) dirtied(fi fs.FileInfo, rel string) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		r.dirtiedDev(st.Dev, rel)
+		r.dirtiedDev(uint64(st.Dev), rel)
 	}
 }
 
@@ -938,10 +938,10 @@ func (r *Root) syncAt(rel string, dev uint64, onDev bool, done map[uint64]bool) 
 		return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	if (onDev && st.Dev != dev) || done[st.Dev] {
+	if (onDev && uint64(st.Dev) != dev) || done[uint64(st.Dev)] {
 		return nil
 	}
-	done[st.Dev] = true
+	done[uint64(st.Dev)] = true
 	if err := syncfs(int(f.Fd())); err != nil {
 		return fmt.Errorf("sync %s: %w", path.Join(r.dir, rel), err)
 	}
@@ -1031,7 +1031,7 @@ func (r *Root) sweepAt(fd int, rel string) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return
 	}
-	key := [2]uint64{st.Dev, st.Ino}
+	key := [2]uint64{uint64(st.Dev), uint64(st.Ino)}
 	r.mu.Lock()
 	done := r.swept[key]
 	if r.swept == nil {
@@ -1070,7 +1070,7 @@ func (r *Root) sweepAt(fd int, rel string) {
 			return
 		}
 		if unix.Unlinkat(fd, n, flags) == nil {
-			r.dirtiedDev(st.Dev, rel)
+			r.dirtiedDev(uint64(st.Dev), rel)
 			r.record("remove", "/"+path.Join(rel, n), "", false)
 		}
 	}
