@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/seedinit
 export CGO_ENABLED := 0
 
-.PHONY: help build test deps test-go e2e e2e-arm64 crash lint demo clean fuzz bench bench-cloudinit uroot fleet
+.PHONY: help build test deps test-go e2e e2e-arm64 crash lint demo clean fuzz bench bench-cloudinit uroot fleet release deb check-release
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -16,7 +16,7 @@ build: ## build the static binary bin/seedinit (flags and why: scripts/build-see
 uroot: ## seedinit in u-root v0.16.0 images, as /init and as uinit, with the kernel's modules (.cache/uroot; scripts/build-uroot)
 	GO=$(GO) scripts/build-uroot
 
-test: deps lint test-go e2e crash ## install what the tests need (as root), then run every test; tests that cannot run say why
+test: deps lint test-go check-release e2e crash ## install what the tests need (as root), then run every test; tests that cannot run say why
 
 deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; idempotent)
 	@scripts/install-deps || echo "deps: not all test dependencies could be installed; their tests will skip"
@@ -31,6 +31,15 @@ e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs, in u-root's imag
 	scripts/e2e
 	GO=$(GO) scripts/e2e-uroot
 	GO=$(GO) scripts/e2e-arm64
+
+release: ## dist/: static binaries for every Linux GOARCH that builds, SHA256SUMS (signed with SIGN_KEY=KEY), the module list (scripts/release)
+	GO=$(GO) scripts/release
+
+deb: ## dist/seedinit_VERSION_ARCH.deb with dpkg-deb, no network (GOARCH=arm64 ... for another; scripts/build-deb)
+	GO=$(GO) scripts/build-deb
+
+check-release: ## two builds give the same bytes, the .deb is reproducible and lintian-clean, a signed SHA256SUMS verifies (scripts/check-release)
+	GO=$(GO) scripts/check-release
 
 crash: ## cut the power (SIGKILL of QEMU, disk cache=none) 25 times in a first boot, boot again, check accounts, homes, keys, files, partition, e2fsck (CRASH_SEED, CRASH_CUTS replay; scripts/crash)
 	scripts/crash
@@ -63,4 +72,4 @@ fuzz: ## run each fuzz target (or those FUZZ names) for FUZZTIME (default 10s)
 	scripts/fuzz $${FUZZTIME:-10s} $(FUZZ)
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin dist

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -96,8 +97,56 @@ func usage(w io.Writer) {
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit version", flag.ContinueOnError)
+	long := fs.Bool("long", false, "also the commit, the Go version and the modules built in")
+	if _, code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
 	fmt.Fprintln(stdout, "seedinit", apply.Version)
+	if *long {
+		writeBuildInfo(stdout)
+	}
 	return exitOK
+}
+
+// writeBuildInfo prints what the running binary was built from, as the
+// Go toolchain recorded it (`go version -m` reads the same): the commit,
+// the Go version, the build settings that change the binary, and every
+// module with its version and checksum.
+func writeBuildInfo(w io.Writer) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(w, "no build information in this binary")
+		return
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	commit := apply.Commit
+	if commit == "" {
+		commit = settings["vcs.revision"]
+		if settings["vcs.modified"] == "true" {
+			commit += " (with uncommitted changes)"
+		}
+	}
+	if commit == "" {
+		commit = "unknown (not built by scripts/build-seedinit, nor in a git checkout)"
+	}
+	fmt.Fprintf(w, "commit %s\n", commit)
+	fmt.Fprintf(w, "go %s %s/%s\n", bi.GoVersion, settings["GOOS"], settings["GOARCH"])
+	for _, k := range []string{"-tags", "-trimpath", "CGO_ENABLED", "GOAMD64", "GOARM64", "GOARM"} {
+		if v, ok := settings[k]; ok {
+			fmt.Fprintf(w, "build %s=%s\n", k, v)
+		}
+	}
+	fmt.Fprintf(w, "module %s\n", bi.Main.Path)
+	for _, m := range bi.Deps {
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		fmt.Fprintf(w, "dep %s %s %s\n", m.Path, m.Version, m.Sum)
+	}
 }
 
 // parseFlags parses flags wherever they stand among the positional

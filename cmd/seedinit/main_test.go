@@ -314,3 +314,27 @@ func TestInitramfsBuildFlags(t *testing.T) {
 		t.Errorf("want a bare newc cpio without /init, got %q...", b[:min(len(b), 120)])
 	}
 }
+
+// The Debian package's manual page names every command, so that it does
+// not fall behind the binary.
+func TestManualPageListsEveryCommand(t *testing.T) {
+	page, err := os.ReadFile("../../images/deb/seedinit.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range commands {
+		if !strings.Contains(string(page), "\n.B "+name+"\n") {
+			t.Errorf("images/deb/seedinit.8 lacks the command %q", name)
+		}
+	}
+}
+
+// version --long says what the binary was built from: the Go version
+// and every module, with its checksum.
+func TestVersionLong(t *testing.T) {
+	code, out, _ := run(t, "version", "--long")
+	if code != exitOK || !strings.HasPrefix(out, "seedinit ") || !strings.Contains(out, "\ngo go1.") ||
+		!strings.Contains(out, "\ndep github.com/vishvananda/netlink v") || !strings.Contains(out, "\nmodule github.com/seedinit/seedinit\n") {
+		t.Errorf("version --long:\n%s", out)
+	}
+}
