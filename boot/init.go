@@ -609,7 +609,7 @@ func (p *PID1) provision() error {
 			Root:    root,
 			Seed:    sd,
 			Stages:  []apply.Stage{apply.StageLocal, apply.StageNetwork, apply.StageConfig},
-			Sys:     &apply.HostSystem{Root: root, Booting: true, Procs: p.Reaper, BeforeCommands: p.loadFilesystemModules},
+			Sys:     &apply.HostSystem{Root: root, Booting: true, Procs: p.Reaper, BeforeCommands: p.loadFilesystemModules, Log: p.Log},
 			Log:     p.Log,
 			Console: p.Console,
 			Version: apply.Version,
