@@ -200,10 +200,11 @@ func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
 	if err := p.mountTargetFilesystems(root); err != nil {
 		t.Fatalf("second mountTargetFilesystems: %v", err)
 	}
-	taken, errs := unmountNewBelow(rootDir, before)
-	if len(errs) > 0 {
-		t.Fatalf("release: %v", errs)
+	res := unmountNewBelow(rootDir, before, ownedBy(nil), p.Log)
+	if len(res.errs) > 0 || len(res.kept) > 0 {
+		t.Fatalf("release: kept %q, errors %v", res.kept, res.errs)
 	}
+	taken := res.taken
 	slices.Sort(taken)
 	if want := []string{"/data/home", "/var"}; !slices.Equal(taken, want) {
 		t.Errorf("released %q, want %q", taken, want)

@@ -207,11 +207,11 @@ func (p *PID1) releaseTarget() error {
 	}
 	p.released = true
 	unix.Sync()
-	taken, errs := unmountNewBelow(p.targetDir(), p.mountsBefore)
-	if len(taken) > 0 {
-		p.logger().Info("target's mounts released for the real init", "unmounted", strings.Join(taken, " "))
+	res := unmountNewBelow(p.targetDir(), p.mountsBefore, ownedBy(p.Reaper), p.logger())
+	if len(res.taken) > 0 {
+		p.logger().Info("target's mounts released for the real init", "unmounted", strings.Join(res.taken, " "))
 	}
-	return errors.Join(errs...)
+	return errors.Join(res.errs...)
 }
 
 // makeAPIMountPoints creates /dev, /proc, /sys and /run in the new root

@@ -96,6 +96,26 @@ make_split_disk() {
 	done
 }
 
+# make_split_var_disk DIR IMG ROOT_MB VAR_MB DISK_MB: DIR's root on GPT
+# partition 1 and its /var on partition 2 (label "var"), each ext4, with
+# an fstab that checks and mounts both, as appliance images have them.
+# DIR is changed: its /var moves to DIR.var.
+make_split_var_disk() {
+	local dir=$1 img=$2 rootmb=$3 varmb=$4 size=$5 d
+	rm -rf "$img" "$img".p* "$dir.var"
+	mv "$dir/var" "$dir.var"
+	mkdir -p "$dir/var"
+	printf 'PARTUUID=%s / ext4 errors=remount-ro 0 1\nLABEL=var /var ext4 defaults 0 2\n' "$partuuid" >"$dir/etc/fstab"
+	mkfs.ext4 -q -F -L rootfs -d "$dir" "$img.p1" "${rootmb}M" >/dev/null 2>&1
+	mkfs.ext4 -q -F -L var -d "$dir.var" "$img.p2" "${varmb}M" >/dev/null 2>&1
+	truncate -s "${size}M" "$img"
+	sgdisk -n "1:2048:+${rootmb}M" -t 1:8300 -c 1:root -u "1:$partuuid" -n "2:0:+${varmb}M" -c 2:var "$img" >/dev/null
+	for d in 1 2; do
+		dd if="$img.p$d" of="$img" bs=1M seek="$(($(part_start "$img" $d) / 2048))" conv=notrunc status=none
+		rm -f "$img.p$d"
+	done
+}
+
 # part_start IMG N: partition N's first sector.
 part_start() {
 	sgdisk -i "$2" "$1" | awk '/^First sector:/ {print $3}'
