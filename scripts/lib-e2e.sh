@@ -153,11 +153,30 @@ qemu_boot() {
 	# a TPM, qboot's memory map leaves the guest 57 MB).
 	[ -f /usr/share/qemu/qboot.rom ] && [ -z "${QEMU_SEABIOS:-}" ] && extra+=(-bios /usr/share/qemu/qboot.rom)
 	[ -n "$initrd" ] && extra+=(-initrd "$initrd")
-	local start end
+	local start end qpid
 	start=$(date +%s%N)
-	timeout "${QEMU_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -m 512 -smp "${QEMU_SMP:-1}" -nographic -no-reboot "${extra[@]}" \
+	# -k: QEMU that does not end on SIGTERM (it drains a block request that
+	# never completes before it exits) is killed.
+	timeout -k 10 "${QEMU_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -m 512 -smp "${QEMU_SMP:-1}" -nographic -no-reboot "${extra[@]}" \
 		-kernel "$kernel" -append "console=ttyS0 panic=-1 $append" \
-		-device virtio-rng-pci -net none "$@" >"$log" 2>&1 || true
+		-device virtio-rng-pci -net none "$@" >"$log" 2>&1 &
+	qpid=$!
+	if [ -n "${QEMU_KILL_AFTER:-}" ]; then
+		# A guest with a request that never completes: its shutdown's
+		# sync waits for that device, and QEMU waits for the request
+		# before it exits. Once the console says QEMU_KILL_AFTER (a
+		# pattern), QEMU is killed.
+		while kill -0 "$qpid" 2>/dev/null; do
+			if grep -aq -- "$QEMU_KILL_AFTER" "$log"; then
+				sleep 1
+				# $qpid is timeout's; QEMU is its child.
+				kill -KILL $(pgrep -P "$qpid") 2>/dev/null || true
+				break
+			fi
+			sleep 0.5
+		done
+	fi
+	wait "$qpid" || true
 	end=$(date +%s%N)
 	echo $(((end - start) / 1000000))
 }
