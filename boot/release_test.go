@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/disk/disktest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // A daemon that a bootcmd started keeps a log open on /var. Unmounting
@@ -28,7 +30,7 @@ import (
 func TestReleaseEndsOwnHoldersAndNeverDetaches(t *testing.T) {
 	disktest.NeedLoop(t)
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		t.Skip("needs mkfs.ext4 (e2fsprogs)")
+		testenv.Skip(t, "needs mkfs.ext4 (e2fsprogs)")
 	}
 	for _, tc := range []struct {
 		name string

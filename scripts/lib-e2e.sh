@@ -5,8 +5,26 @@
 # The root partition's GUID, to boot by root=PARTUUID=.
 partuuid=5eed1717-0000-4000-8000-000000000001
 
-# need_tools PREFIX TOOL...: exit 0 with a SKIP line when a tool is missing,
-# so that `make test` on a machine without QEMU reports rather than fails.
+# skip_fails: whether a skip is a failure here: in CI, which sets
+# SEEDINIT_TEST_REQUIRE=1 and installs everything, a test that cannot run
+# means a missing install step, which must not pass green.
+skip_fails() {
+	if [ "${SEEDINIT_TEST_REQUIRE:-}" = 1 ]; then
+		echo "  ... and that is a failure in CI (SEEDINIT_TEST_REQUIRE=1)"
+		return 0
+	fi
+	return 1
+}
+
+# skip_exit: exit as a script that skipped: 0, or 1 in CI (skip_fails).
+skip_exit() {
+	if skip_fails; then exit 1; fi
+	exit 0
+}
+
+# need_tools PREFIX TOOL...: exit with a SKIP line when a tool is missing,
+# so that `make test` on a machine without QEMU reports rather than fails
+# (in CI it fails: skip_exit).
 need_tools() {
 	local who=$1
 	shift
@@ -14,12 +32,12 @@ need_tools() {
 	for tool in "$@"; do
 		if ! command -v "$tool" >/dev/null; then
 			echo "$who: SKIP: $tool is not installed (scripts/install-deps installs it)"
-			exit 0
+			skip_exit
 		fi
 	done
 	if [ ! -x /bin/busybox ]; then
 		echo "$who: SKIP: /bin/busybox (busybox-static) is not installed"
-		exit 0
+		skip_exit
 	fi
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // newTargetRoot makes a small Debian-like root, like scripts/demo's.
@@ -223,11 +225,11 @@ func moduleStatus(t *testing.T, report, name string) (status, msg string) {
 // succeeds, and the next apply, once the target has a shell, runs it.
 func TestApplyWithoutShellSkipsScriptsThenRunsThem(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("running scripts in another root needs chroot, so root")
+		testenv.Skip(t, "running scripts in another root needs chroot, so root")
 	}
 	busybox, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		t.Skip("needs /bin/busybox (busybox-static) to give the root a shell")
+		testenv.Skip(t, "needs /bin/busybox (busybox-static) to give the root a shell")
 	}
 	root := newTargetRoot(t)
 	seedDir := "../../images/examples/appliance"
@@ -324,11 +326,11 @@ func TestInitramfsBuildFlags(t *testing.T) {
 // the daemon named in it, and the daemon left running.
 func TestApplyBootcmdDaemonDoesNotHoldTheApply(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("running bootcmd in another root needs chroot, so root")
+		testenv.Skip(t, "running bootcmd in another root needs chroot, so root")
 	}
 	busybox, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		t.Skip("needs /bin/busybox (busybox-static) to give the root a shell")
+		testenv.Skip(t, "needs /bin/busybox (busybox-static) to give the root a shell")
 	}
 	root := newTargetRoot(t)
 	os.MkdirAll(filepath.Join(root, "bin"), 0o755)
@@ -341,7 +343,7 @@ func TestApplyBootcmdDaemonDoesNotHoldTheApply(t *testing.T) {
 	// The shell gives a background job /dev/null for its input.
 	os.MkdirAll(filepath.Join(root, "dev"), 0o755)
 	if err := syscall.Mknod(filepath.Join(root, "dev/null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
-		t.Skipf("cannot make /dev/null in the test's root: %v", err)
+		testenv.Skipf(t, "cannot make /dev/null in the test's root: %v", err)
 	}
 	seedDir := t.TempDir()
 	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: daemon-1\n"), 0o644)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -42,7 +44,7 @@ func init() {
 func TestStalledProbeIsAbandoned(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skipf("no path to this test binary: %v", err)
+		testenv.Skipf(t, "no path to this test binary: %v", err)
 	}
 	var said []string
 	Enable(exe, func(msg string, args ...any) { said = append(said, msg) })

@@ -22,6 +22,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedinit/seedinit/netup/nstest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func TestTimesFrom(t *testing.T) {
@@ -164,7 +166,7 @@ func serverApart(t *testing.T, client string) []string {
 	t.Helper()
 	for _, tool := range []string{"unshare", "nsenter", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
+			testenv.Skipf(t, "%s is not installed", tool)
 		}
 	}
 	nstest.Veth(t, client, "srv", "52:54:00:12:34:56")
@@ -203,7 +205,7 @@ func startDnsmasq4(t *testing.T, enter []string, addr, dns string, t1, t2 int) (
 	t.Helper()
 	dnsmasq, err := exec.LookPath("dnsmasq")
 	if err != nil {
-		t.Skip("dnsmasq is not installed (apt-get install dnsmasq-base)")
+		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
 	}
 	dir := t.TempDir()
 	args := append(enter[1:], dnsmasq, "--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/internal/devprobe"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // fakeBlock is a /sys/class/block and a /dev of plain files.
@@ -217,7 +219,7 @@ func TestEarlyLabelsStopDoesNotWaitForAStalledDevice(t *testing.T) {
 func TestSearchGoesOnWithoutAStalledDevice(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skipf("no path to this test binary: %v", err)
+		testenv.Skipf(t, "no path to this test binary: %v", err)
 	}
 	b := newFakeBlock(t)
 	b.add("sr0", "11:0", "2048", make([]byte, 64<<10))
