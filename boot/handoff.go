@@ -452,8 +452,14 @@ func (p *PID1) execRealInit() {
 			argv := append([]string{init}, p.Opts.InitArgs...)
 			log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond), "peak_rss_kib", peakRSSKiB())
 			// What is still queued for the console and the kernel log dies
-			// with the exec: it gets a moment, not more.
+			// with the exec: it gets a moment, not more. Then the kernel
+			// limits /dev/kmsg's writers again, as the real init expects.
 			p.flushOutputs()
+			if p.restoreKmsg != nil {
+				if err := p.restoreKmsg(); err != nil {
+					fmt.Fprintf(p.childConsole(), "seedinit: %v\n", err)
+				}
+			}
 			err = unix.Exec(init, argv, handoffEnv(p.ownCertDir))
 			log.Error("exec init", "init", init, "error", err.Error())
 		})

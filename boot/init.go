@@ -77,6 +77,9 @@ type PID1 struct {
 	// the handoff; PID 1's own writes go through outputs (logqueue.go).
 	consoleFile *os.File
 	outputs     logOutputs
+	// restoreKmsg puts the kernel's rate limit on /dev/kmsg's writers
+	// back, at the handoff (kmsg.go).
+	restoreKmsg func() error
 	remountedRW bool
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	plug        *kmod.Plug   // loads the devices' modules until the handoff
@@ -181,9 +184,16 @@ func (p *PID1) boot() {
 	if k := openKmsg(); k != nil {
 		kmsg = k
 	}
+	var kmsgNote string
+	if kmsg != nil {
+		p.restoreKmsg, kmsgNote = keepAllKmsg()
+	}
 	p.outputs = newLogOutputs(p.consoleFile, kmsg)
 	p.Console = p.outputs.console
 	p.Log = slog.New(slog.NewTextHandler(p.outputs.log, &slog.HandlerOptions{Level: level}))
+	if kmsgNote != "" {
+		p.Log.Warn("the kernel log", "keeps", kmsgNote)
+	}
 	safego.SetReporter(p.reportPanic)
 	// From here, block devices are probed where a stuck one can be
 	// abandoned (see internal/devprobe); the handoff turns it off.
