@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,7 +107,9 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 	}
 	k := &keeper{opts: opts}
 	var wg sync.WaitGroup
-	cancels := map[string][]context.CancelFunc{}
+	// Each lease by its NIC and family: another client may take one
+	// family of a NIC and leave the other to the keeper.
+	cancels := map[claim][]context.CancelFunc{}
 	start := func(slots []*slot) {
 		k.mu.Lock()
 		k.slots = append(k.slots, slots...)
@@ -114,7 +117,8 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 		k.writeState()
 		for _, s := range slots {
 			lctx, cancel := context.WithCancel(ctx)
-			cancels[s.iface] = append(cancels[s.iface], cancel)
+			c := claim{s.iface, s.family}
+			cancels[c] = append(cancels[c], cancel)
 			wg.Add(1)
 			safego.Go("keep the lease on "+s.iface, func() {
 				defer wg.Done()
@@ -127,12 +131,15 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 	ticker := time.NewTicker(opts.ClaimPoll)
 	defer ticker.Stop()
 	for {
-		for name, client := range claimedNICs(opts.ProcDir, opts.SysClassNet, keys(cancels)) {
-			for _, cancel := range cancels[name] {
+		for c, client := range claimedNICs(opts.ProcDir, opts.SysClassNet, nicsOf(cancels)) {
+			if _, held := cancels[c]; !held {
+				continue
+			}
+			for _, cancel := range cancels[c] {
 				cancel()
 			}
-			delete(cancels, name)
-			k.standAside(name, client)
+			delete(cancels, c)
+			k.standAside(c, client)
 		}
 		if len(cancels) == 0 && more == nil {
 			opts.Log.Info("no lease left to keep: the lease keeper ends")
@@ -163,10 +170,13 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 	}
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// nicsOf are the NICs of the leases in m, each once.
+func nicsOf[V any](m map[claim]V) []string {
+	var out []string
+	for c := range m {
+		if !slices.Contains(out, c.nic) {
+			out = append(out, c.nic)
+		}
 	}
 	return out
 }
@@ -305,16 +315,16 @@ func (k *keeper) releaseAll() {
 	}
 }
 
-func (k *keeper) standAside(nic, client string) {
+func (k *keeper) standAside(c claim, client string) {
 	k.mu.Lock()
 	for _, s := range k.slots {
-		if s.iface == nic {
+		if s.iface == c.nic && s.family == c.family {
 			s.stoodAside = client
 			s.state = "stood aside for " + client
 		}
 	}
 	k.mu.Unlock()
-	k.opts.Log.Info("dhcp: another DHCP client runs for this NIC; the lease keeper stands aside", "interface", nic, "client", client)
+	k.opts.Log.Info("dhcp: another DHCP client runs for this NIC and family; the lease keeper stands aside", "interface", c.nic, "family", c.family, "client", client)
 	k.writeState()
 }
 
