@@ -59,7 +59,7 @@ type KeepOptions struct {
 	ClaimPoll time.Duration
 	// More brings leases taken after the start (a NIC that came later);
 	// while it is open the keeper runs even with no lease.
-	More <-chan *KeepState
+	More <-chan KeepMore
 	// Settled, when set, is called after each change to what is held (a
 	// renewal, a new lease): the keeper's process returns the memory the
 	// exchange used, as it then sleeps until the next one.
@@ -89,6 +89,16 @@ func (o KeepOptions) withDefaults() KeepOptions {
 		o.ResolvConf = "/etc/resolv.conf"
 	}
 	return o
+}
+
+// KeepMore is a lease (or a NIC's wish for one) that came after the
+// keeper started. Kept, when not nil, is closed once the state file
+// holds it: only then may the sender forget the NIC, for a keeper started
+// again from that file (the move to the root's copy) keeps what is there
+// and nothing else.
+type KeepMore struct {
+	State *KeepState
+	Kept  chan<- struct{}
 }
 
 // Keep holds the leases in st until ctx ends, then releases them (unless
@@ -155,16 +165,19 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 			}
 			k.writeState()
 			return nil
-		case st, ok := <-more:
+		case m, ok := <-more:
 			if !ok {
 				more = nil
 				continue
 			}
-			added, err := st.slots()
+			added, err := m.State.slots()
 			if err != nil {
 				opts.Log.Warn("keep dhcp leases: a new lease could not be read", "error", err.Error())
 			}
-			start(added)
+			start(added) // the state file holds them when it returns
+			if m.Kept != nil {
+				close(m.Kept)
+			}
 		case <-ticker.C:
 		}
 	}
@@ -487,6 +500,12 @@ func NewKeepState(leases []*Lease, leases6 []*Lease6) *KeepState {
 		}
 	}
 	return st
+}
+
+// Want adds a NIC that runs DHCP of family (4 or 6) but has no lease
+// yet: the keeper asks for one until it gets it.
+func (st *KeepState) Want(iface string, family int) {
+	st.add(&slot{iface: iface, family: family, state: "asking for a new lease"})
 }
 
 func (st *KeepState) add(s *slot) {
