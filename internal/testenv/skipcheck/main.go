@@ -52,6 +52,10 @@ func check(in io.Reader, out io.Writer, required bool) (int, error) {
 		}
 		k := key{e.Package, e.Test}
 		switch e.Action {
+		case "build-output":
+			fmt.Fprint(out, e.Output)
+		case "build-fail":
+			code = 1
 		case "output":
 			if e.Test == "" {
 				// The package's lines: "ok", "FAIL", "--- FAIL" summaries.
