@@ -24,8 +24,8 @@ deps: ## install the Debian packages, kernel and EC2 mock the tests use (root; i
 	@scripts/fetch-kernel arm64 >/dev/null || echo "deps: no Debian arm64 kernel; the arm64 boot will skip"
 	@scripts/ec2-mock >/dev/null || echo "deps: no EC2 metadata mock; its tests will skip"
 
-test-go:
-	$(GO) test -tags nethttpomithttp2 -count=1 ./...
+test-go: ## go test ./..., confined so that a test writing outside its temporary directory fails, every skip listed (scripts/test-go)
+	GO=$(GO) scripts/test-go
 
 e2e: ## boot Debian's kernel in QEMU with seedinit's initramfs, in u-root's images, and on arm64; check each scenario
 	scripts/e2e

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply/target"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // The host System offers the optional capabilities modules look for; for
@@ -38,10 +40,10 @@ func TestHostCapabilitiesRefuseOfflineTargets(t *testing.T) {
 // and a command's exit status stays readable through the error.
 func TestHostRunLooksUpTargetPathAndKeepsExitCode(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("running a command in another root needs chroot, so root")
+		testenv.Skip(t, "running a command in another root needs chroot, so root")
 	}
 	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("needs /bin/busybox (busybox-static) for a shell inside the test root")
+		testenv.Skip(t, "needs /bin/busybox (busybox-static) for a shell inside the test root")
 	}
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "usr/bin"), 0o755)

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -40,6 +44,9 @@ type HostSystem struct {
 	// pays for.
 	BeforeCommands func()
 	beforeOnce     sync.Once
+
+	// Log, when set, hears what a command did that its exit status does not say.
+	Log *slog.Logger
 
 	pendingPower *PowerRequest
 }
@@ -157,18 +164,135 @@ func (h *HostSystem) Run(ctx context.Context, cmd Command) error {
 	if c.Dir == "" {
 		c.Dir = "/"
 	}
-	c.Stdout = cmd.Output
-	c.Stderr = cmd.Output
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if chroot {
 		c.SysProcAttr.Chroot = h.Root.Dir()
 	}
 	// The command's own children must not outlive a cancelled module.
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	if err := h.start(c); err != nil {
+	// Once it is cancelled, Wait gives up on the process after the grace
+	// too: nothing here waits without a bound.
+	c.WaitDelay = OutputGrace
+	var out *commandOutput
+	if cmd.Output != nil {
+		var err error
+		if out, err = newCommandOutput(c, cmd.Output); err != nil {
+			return fmt.Errorf("run %s: %w", prog, err)
+		}
+	}
+	err := h.start(c)
+	if out != nil {
+		if held := out.finish(); held != "" {
+			fmt.Fprintf(cmd.Output, "\nseedinit: stopped reading this command's output %s after it exited: %s keeps it open\n", OutputGrace, held)
+			if h.Log != nil {
+				h.Log.Warn("a command exited but a background process it started keeps its output open; not waiting for it", "command", prog, "held_by", held, "exit", exitStatus(c, err))
+			}
+		}
+	}
+	if err != nil {
 		// %w keeps the *exec.ExitError: callers read the exit code (a
 		// power_state condition's 1 means "do not").
 		return fmt.Errorf("run %s: %w", prog, err)
 	}
 	return nil
+}
+
+// OutputGrace is how long a command's output is still read once the
+// command itself has exited. Past it, what keeps the output open is a
+// process the command left running in the background ("daemon &"), whose
+// output nobody may wait for: PID 1 would never reach the handoff.
+//
+// Such a process is left running: it is the user's (cloud-init's bootcmd
+// under systemd leaves it too). It outlives the handoff, the real init
+// inheriting it, unless it holds a filesystem PID 1 must give back to the
+// real init (see boot's releaseTarget). Once seedinit stops reading, what
+// it writes to that output fails (EPIPE, SIGPIPE): a daemon that logs
+// must be started with its output redirected, as the README says.
+const OutputGrace = 2 * time.Second
+
+// commandOutput is a command's stdout and stderr as a pipe that seedinit
+// reads itself, rather than exec's, so that it knows whether it stopped
+// reading because the output ended or because a background process of
+// the command kept it open.
+type commandOutput struct {
+	r, w   *os.File
+	copied chan struct{}
+}
+
+func newCommandOutput(c *exec.Cmd, dst io.Writer) (*commandOutput, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("make a pipe for the output: %w", err)
+	}
+	o := &commandOutput{r: r, w: w, copied: make(chan struct{})}
+	c.Stdout, c.Stderr = w, w
+	go func() {
+		defer close(o.copied)
+		io.Copy(dst, r)
+	}()
+	return o, nil
+}
+
+// finish is called once the command was waited for: it closes this
+// process's end of the pipe, reads on for OutputGrace, and then stops,
+// naming what still held the output ("" when it ended in time).
+func (o *commandOutput) finish() string {
+	o.w.Close()
+	select {
+	case <-o.copied:
+		o.r.Close()
+		return ""
+	case <-time.After(OutputGrace):
+	}
+	held := pipeHolders(o.r)
+	// Closing the read end ends the copy (the pipe is in the poller);
+	// the copy is waited for so that the caller's writer is its own again.
+	o.r.Close()
+	<-o.copied
+	if held == "" {
+		held = "a background process"
+	}
+	return held
+}
+
+// pipeHolders names the processes that hold the write end of the pipe r
+// reads ("sleep (pid 123), a background process" style), for the log.
+func pipeHolders(r *os.File) string {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(r.Fd()), &st); err != nil {
+		return ""
+	}
+	want := fmt.Sprintf("pipe:[%d]", st.Ino)
+	self := os.Getpid()
+	procs, _ := os.ReadDir("/proc")
+	var names []string
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, fd := range fds {
+			if dest, _ := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); dest == want {
+				comm, _ := os.ReadFile("/proc/" + p.Name() + "/comm")
+				names = append(names, fmt.Sprintf("background process %s (pid %d)", strings.TrimSpace(string(comm)), pid))
+				break
+			}
+		}
+		if len(names) >= 5 {
+			break
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// exitStatus is how a command ended, for the log.
+func exitStatus(c *exec.Cmd, err error) string {
+	if c.ProcessState != nil {
+		return c.ProcessState.String()
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "exit status 0"
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply/target"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // elfWithInterp builds the smallest 64-bit little-endian ELF header and
@@ -295,23 +297,23 @@ func FuzzParseShebang(f *testing.F) {
 // non-zero is a failure, not a skip.
 func TestHostRunSkipsWhatTheTargetCannotStart(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("running a command in another root needs chroot, so root")
+		testenv.Skip(t, "running a command in another root needs chroot, so root")
 	}
 	busybox, err := os.ReadFile("/bin/busybox")
 	if err != nil {
-		t.Skip("needs /bin/busybox (busybox-static) for a shell inside the test root")
+		testenv.Skip(t, "needs /bin/busybox (busybox-static) for a shell inside the test root")
 	}
 	if readELFInterpreter(bytes.NewReader(busybox)) != "" {
-		t.Skip("/bin/busybox is dynamic; the test root needs a static shell")
+		testenv.Skip(t, "/bin/busybox is dynamic; the test root needs a static shell")
 	}
 	dynamic, err := os.ReadFile("/bin/true")
 	if err != nil || readELFInterpreter(bytes.NewReader(dynamic)) == "" {
-		t.Skip("needs a dynamic /bin/true for a program whose loader the target lacks")
+		testenv.Skip(t, "needs a dynamic /bin/true for a program whose loader the target lacks")
 	}
 	loader := readELFInterpreter(bytes.NewReader(dynamic))
 	loaderBytes, err := os.ReadFile(loader)
 	if err != nil {
-		t.Skipf("read the host's loader: %v", err)
+		testenv.Skipf(t, "read the host's loader: %v", err)
 	}
 	withShell := map[string]string{"bin/busybox": string(busybox), "bin/sh": "->busybox"}
 	tests := []struct {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // openPTY opens a pseudo-terminal pair, or skips when the system has none.
@@ -17,19 +19,19 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here (/dev/ptmx: %v)", err)
+		testenv.Skipf(t, "no pseudo-terminals here (/dev/ptmx: %v)", err)
 	}
 	t.Cleanup(func() { m.Close() })
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlock the pseudo-terminal: %v", err)
+		testenv.Skipf(t, "unlock the pseudo-terminal: %v", err)
 	}
 	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
 	if err != nil {
-		t.Skipf("pseudo-terminal number: %v", err)
+		testenv.Skipf(t, "pseudo-terminal number: %v", err)
 	}
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("open the pseudo-terminal's slave: %v", err)
+		testenv.Skipf(t, "open the pseudo-terminal's slave: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return m, s
@@ -78,7 +80,7 @@ func TestReleaseControllingTerminal(t *testing.T) {
 // its session (seedinit run from a shell) leaves the terminal alone.
 func TestReleaseControllingTerminalNotLeader(t *testing.T) {
 	if sid, _ := unix.Getsid(0); sid == os.Getpid() {
-		t.Skip("the test process leads its session")
+		testenv.Skip(t, "the test process leads its session")
 	}
 	before, errBefore := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if errBefore == nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply/target"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // Only seedinit's own seed, written on this machine, is credited; a seed
@@ -92,7 +94,7 @@ func TestMachineTagRefusesPlaceholders(t *testing.T) {
 
 func TestSavedSeedIsTaggedAndReadBack(t *testing.T) {
 	if !PoolReady() {
-		t.Skip("the pool is not ready on this machine")
+		testenv.Skip(t, "the pool is not ready on this machine")
 	}
 	root, err := target.Open(t.TempDir())
 	if err != nil {

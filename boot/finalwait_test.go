@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // The final stage waits, without a deadline of its own, until the real
 // init has mounted what PID 1 released, and says what it waits for.
 func TestWaitForRealInitWaitsForMounts(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
+		testenv.Skip(t, "needs root to mount a tmpfs")
 	}
 	pid1Exe = "/proc/self/exe" // PID 1 is still seedinit, at first
 	t.Cleanup(func() { pid1Exe = "/proc/1/exe" })
@@ -50,9 +52,23 @@ func TestWaitForRealInitWaitsForMounts(t *testing.T) {
 		t.Cleanup(func() { unix.Unmount(filepath.Join(root, d), unix.MNT_DETACH) })
 	}
 	mount("var")
+	// /home is mounted once the wait has said it waits for /home alone:
+	// the event, not a guess at how long that takes.
+	waitingForHome := make(chan struct{})
+	var once sync.Once
+	noteHome := func(r string) {
+		note(r)
+		if r == "/home not mounted yet" {
+			once.Do(func() { close(waitingForHome) })
+		}
+	}
 	done := make(chan bool)
-	go func() { done <- WaitForRealInit(context.Background(), root, []string{"/var", "/home"}, note) }()
-	time.Sleep(250 * time.Millisecond)
+	go func() { done <- WaitForRealInit(context.Background(), root, []string{"/var", "/home"}, noteHome) }()
+	select {
+	case <-waitingForHome:
+	case ok := <-done:
+		t.Fatalf("the wait ended (%v) with /home not mounted", ok)
+	}
 	mount("home")
 	select {
 	case ok := <-done:

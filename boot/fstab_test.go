@@ -14,6 +14,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply/disk/disktest"
 	"github.com/seedinit/seedinit/apply/target"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 const sampleMountInfo = `22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:5 - proc proc rw
@@ -124,12 +126,24 @@ func TestMountArgs(t *testing.T) {
 // the target says (through a symlinked /home too), the writes land on
 // them, and releasing the target takes away exactly what it mounted.
 func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
+	mountAndReleaseOnLoopDevices(t)
+}
+
+// The same on a kernel older than 5.8, without statx's mount id (the
+// 4.19 and 5.4 of appliances): the mounts PID 1 made were never released.
+func TestMountTargetFilesystemsWithoutStatxMountID(t *testing.T) {
+	olderKernel(t, errNoStatxMountID)
+	mountAndReleaseOnLoopDevices(t)
+}
+
+func mountAndReleaseOnLoopDevices(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: loop devices and mount")
+		testenv.Skip(t, "needs root: loop devices and mount")
 	}
 	for _, tool := range []string{"mkfs.ext4", "losetup", "blkid"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
+			testenv.Skipf(t, "needs %s", tool)
 		}
 	}
 	dir := t.TempDir()
@@ -200,10 +214,11 @@ func TestMountTargetFilesystemsOnLoopDevices(t *testing.T) {
 	if err := p.mountTargetFilesystems(root); err != nil {
 		t.Fatalf("second mountTargetFilesystems: %v", err)
 	}
-	taken, errs := unmountNewBelow(rootDir, before)
-	if len(errs) > 0 {
-		t.Fatalf("release: %v", errs)
+	res := unmountNewBelow(rootDir, before, ownedBy(nil), p.Log)
+	if len(res.errs) > 0 || len(res.kept) > 0 {
+		t.Fatalf("release: kept %q, errors %v", res.kept, res.errs)
 	}
+	taken := res.taken
 	slices.Sort(taken)
 	if want := []string{"/data/home", "/var"}; !slices.Equal(taken, want) {
 		t.Errorf("released %q, want %q", taken, want)

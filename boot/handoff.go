@@ -206,12 +206,14 @@ func (p *PID1) releaseTarget() error {
 		return nil
 	}
 	p.released = true
-	unix.Sync()
-	taken, errs := unmountNewBelow(p.targetDir(), p.mountsBefore)
-	if len(taken) > 0 {
-		p.logger().Info("target's mounts released for the real init", "unmounted", strings.Join(taken, " "))
+	if err := syncMounts(p.targetDir()); err != nil {
+		p.logger().Warn("flush the target's filesystems", "error", err.Error())
 	}
-	return errors.Join(errs...)
+	res := unmountNewBelow(p.targetDir(), p.mountsBefore, ownedBy(p.Reaper), p.logger())
+	if len(res.taken) > 0 {
+		p.logger().Info("target's mounts released for the real init", "unmounted", strings.Join(res.taken, " "))
+	}
+	return errors.Join(res.errs...)
 }
 
 // makeAPIMountPoints creates /dev, /proc, /sys and /run in the new root
@@ -253,7 +255,9 @@ func (p *PID1) restoreReadOnly() error {
 	default:
 		return nil
 	}
-	unix.Sync()
+	if err := syncFS(dir); err != nil {
+		return err
+	}
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		return fmt.Errorf("remount %s read-only: %w", dir, err)
 	}
@@ -392,7 +396,7 @@ func (p *PID1) startAfterHandoff() error {
 		args = append(args, "--wait-for-network", strings.Join(p.finalWaitsForNetwork, ","))
 	}
 	cmd := exec.Command(selfExe, args...)
-	cmd.Stdout, cmd.Stderr = p.Console, p.Console
+	cmd.Stdout, cmd.Stderr = p.childConsole(), p.childConsole()
 	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// At the lowest priority until it has kept seedinit and the real init
@@ -447,6 +451,15 @@ func (p *PID1) execRealInit() {
 			}
 			argv := append([]string{init}, p.Opts.InitArgs...)
 			log.Info("handing off", "init", init, "after", time.Since(p.Start).Round(time.Millisecond), "peak_rss_kib", peakRSSKiB())
+			// What is still queued for the console and the kernel log dies
+			// with the exec: it gets a moment, not more. Then the kernel
+			// limits /dev/kmsg's writers again, as the real init expects.
+			p.flushOutputs()
+			if p.restoreKmsg != nil {
+				if err := p.restoreKmsg(); err != nil {
+					fmt.Fprintf(p.childConsole(), "seedinit: %v\n", err)
+				}
+			}
 			err = unix.Exec(init, argv, handoffEnv(p.ownCertDir))
 			log.Error("exec init", "init", init, "error", err.Error())
 		})
@@ -468,6 +481,7 @@ func (p *PID1) rescue(cause error) {
 			for _, sh := range []string{"/bin/sh", "/bin/busybox"} {
 				if _, err := os.Stat(sh); err == nil {
 					log.Info("starting a rescue shell; exit it to reboot", "shell", sh)
+					p.flushOutputs()
 					c := exec.Command(sh)
 					c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 					c.Run()
@@ -476,13 +490,35 @@ func (p *PID1) rescue(cause error) {
 			}
 		}
 		log.Error("rebooting in 10 seconds")
+		p.flushOutputs()
 	})
+}
+
+// outputsFlushWait bounds the last flush of PID 1's outputs before its
+// exec or reboot: a console that does not drain must not stop either.
+const outputsFlushWait = 2 * time.Second
+
+// flushOutputs gives the console and the kernel log outputsFlushWait to
+// take what is queued for them.
+func (p *PID1) flushOutputs() {
+	if p.outputs.queues != nil {
+		p.outputs.flush(outputsFlushWait)
+	}
+}
+
+// childConsole is the console for a child that outlives the handoff: the
+// console itself, not PID 1's queue, which ends with PID 1's exec.
+func (p *PID1) childConsole() io.Writer {
+	if p.consoleFile != nil {
+		return p.consoleFile
+	}
+	return p.Console
 }
 
 func rebootForever() {
 	recover()
 	time.Sleep(10 * time.Second)
-	unix.Sync()
+	syncBounded(rebootSyncWait)
 	for {
 		unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
 		time.Sleep(time.Second)

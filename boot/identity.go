@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,16 +106,84 @@ func isRamfs(p string) bool {
 // mountID is the kernel's id of the mount that path is on (statx's
 // STATX_MNT_ID, Linux 5.8): two paths on the same filesystem through
 // different mounts (bind mounts) have different ids.
+//
+// A kernel older than 5.8 (4.19 and 5.4 are what appliances ship) gives
+// no such id, or has no statx at all (before 4.11): the id is then read
+// from /proc/self/mountinfo, the mount whose point is the longest prefix
+// of the path with its symlinks resolved, the one on top where mounts are
+// stacked on the same point.
 func mountID(path string) (uint64, error) {
+	id, err := statxMountID(path)
+	if err == nil {
+		return id, nil
+	}
+	if errors.Is(err, errNoStatxMountID) || errors.Is(err, unix.ENOSYS) {
+		return mountIDFromTable(path)
+	}
+	return 0, err
+}
+
+// mountIDFromTable is mountID read from /proc/self/mountinfo.
+func mountIDFromTable(path string) (uint64, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return 0, err
+	}
+	table, err := readMountTable()
+	if err != nil {
+		return 0, err
+	}
+	var best *mountEntry
+	for i := range table {
+		m := &table[i]
+		if !pathUnder(real, m.Point) {
+			continue
+		}
+		switch {
+		case best == nil || len(m.Point) > len(best.Point):
+			best = m
+		case m.Point == best.Point && m.Parent == best.ID:
+			best = m // mounted on top of best, at the same point
+		}
+	}
+	if best == nil {
+		return 0, fmt.Errorf("find the mount of %s in the mount table: none", path)
+	}
+	// A later entry may sit on top of the one found.
+	for changed := true; changed; {
+		changed = false
+		for i := range table {
+			if m := &table[i]; m.Point == best.Point && m.Parent == best.ID && m.ID != best.ID {
+				best, changed = m, true
+			}
+		}
+	}
+	return best.ID, nil
+}
+
+// pathUnder reports whether p is dir or below it.
+func pathUnder(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// statxMountID asks statx for the mount id; tests replace it to be a
+// kernel older than 5.8.
+var statxMountID = func(path string) (uint64, error) {
 	var stx unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_MNT_ID, &stx); err != nil {
 		return 0, err
 	}
 	if stx.Mask&unix.STATX_MNT_ID == 0 {
-		return 0, errors.New("the kernel gives no mount id (older than 5.8)")
+		return 0, errNoStatxMountID
 	}
 	return stx.Mnt_id, nil
 }
+
+var errNoStatxMountID = errors.New("the kernel gives no mount id (older than 5.8)")
 
 // isMountPoint reports whether dir is the top of a mount: its mount is
 // not its parent's. A bind mount of the same filesystem counts, which a

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // A usrmerge root, hard links and copies: every way an init candidate can
@@ -92,19 +94,16 @@ func TestIsMountPoint(t *testing.T) {
 
 // The initramfs is told by what "/" is: a ramfs or tmpfs.
 func TestIsRamfs(t *testing.T) {
-	dir := t.TempDir()
-	if isRamfs(dir) {
-		t.Skip("the temporary directory is itself on a tmpfs")
+	if isRamfs("/proc") {
+		t.Error("/proc taken for a ramfs")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	m := filepath.Join(dir, "m")
+	testenv.NeedRoot(t, "mounting a tmpfs")
+	m := filepath.Join(t.TempDir(), "m")
 	if err := os.Mkdir(m, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Mount("tmpfs", m, "tmpfs", 0, ""); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
+		testenv.Skipf(t, "cannot mount a tmpfs here: %v", err)
 	}
 	defer unix.Unmount(m, 0)
 	if !isRamfs(m) {

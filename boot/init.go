@@ -22,6 +22,7 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
 	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/devprobe"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
@@ -71,7 +72,14 @@ type PID1 struct {
 	Reaper    *Reaper
 	Console   io.Writer
 
-	self        *os.File // this program's executable, to know itself among the inits
+	self *os.File // this program's executable, to know itself among the inits
+	// consoleFile is the console itself, for the children that outlive
+	// the handoff; PID 1's own writes go through outputs (logqueue.go).
+	consoleFile *os.File
+	outputs     logOutputs
+	// restoreKmsg puts the kernel's rate limit on /dev/kmsg's writers
+	// back, at the handoff (kmsg.go).
+	restoreKmsg func() error
 	remountedRW bool
 	modules     *kmod.Loader // nil when the kernel has no module directory
 	plug        *kmod.Plug   // loads the devices' modules until the handoff
@@ -163,7 +171,7 @@ func (p *PID1) boot() {
 		fmt.Fprintf(os.Stderr, "seedinit: %v\n", err)
 	}
 	p.self = openSelf()
-	p.Console = setupConsole()
+	p.consoleFile = setupConsole()
 	level := slog.LevelInfo
 	cmd := ParseCmdline(readCmdline())
 	opts, optErrs := ParseOptions(cmd)
@@ -171,12 +179,25 @@ func (p *PID1) boot() {
 	if opts.Debug {
 		level = slog.LevelDebug
 	}
-	var out io.Writer = p.Console
+	// Neither output may hold PID 1: each is written from a bounded queue.
+	var kmsg io.Writer
 	if k := openKmsg(); k != nil {
-		out = io.MultiWriter(p.Console, k)
+		kmsg = k
 	}
-	p.Log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	var kmsgNote string
+	if kmsg != nil {
+		p.restoreKmsg, kmsgNote = keepAllKmsg()
+	}
+	p.outputs = newLogOutputs(p.consoleFile, kmsg)
+	p.Console = p.outputs.console
+	p.Log = slog.New(slog.NewTextHandler(p.outputs.log, &slog.HandlerOptions{Level: level}))
+	if kmsgNote != "" {
+		p.Log.Warn("the kernel log", "keeps", kmsgNote)
+	}
 	safego.SetReporter(p.reportPanic)
+	// From here, block devices are probed where a stuck one can be
+	// abandoned (see internal/devprobe); the handoff turns it off.
+	devprobe.Enable(selfExe, func(msg string, args ...any) { p.Log.Warn(msg, args...) })
 	p.Timeline = NewTimeline(p.Start, p.Log)
 	p.Reaper = NewReaper()
 	safego.Go("reaper", p.Reaper.Run, nil)
@@ -364,6 +385,12 @@ func (p *PID1) settleModules() error {
 // The real root's own udev or mdev handles what comes later.
 func (p *PID1) stopModules() error {
 	p.labels.Stop()
+	// No device is probed from here on; a helper stuck on one stays
+	// behind, a process of its own, where it keeps nothing from the exec.
+	if stalled := devprobe.Stalled(); len(stalled) > 0 {
+		p.logger().Warn("devices that never answered were left out of this boot", "devices", strings.Join(stalled, " "))
+	}
+	devprobe.Disable()
 	if p.stopPlug != nil {
 		p.stopPlug()
 		p.stopPlug = nil
@@ -494,8 +521,17 @@ func (p *PID1) mountRoot() error {
 }
 
 // probeFSType is the type of the filesystem on dev by its superblock, or
-// "" when it cannot be read or is not one seedinit knows.
+// "" when it cannot be read (in time) or is not one seedinit knows.
 func probeFSType(dev string) string {
+	var a fstypeAnswer
+	if devprobe.Call("fstype", dev, &a) != nil {
+		return ""
+	}
+	return a.Type
+}
+
+// probeFSTypeHere is probeFSType in this process.
+func probeFSTypeHere(dev string) string {
 	f, err := os.Open(dev)
 	if err != nil {
 		return ""
@@ -609,7 +645,7 @@ func (p *PID1) provision() error {
 			Root:    root,
 			Seed:    sd,
 			Stages:  []apply.Stage{apply.StageLocal, apply.StageNetwork, apply.StageConfig},
-			Sys:     &apply.HostSystem{Root: root, Booting: true, Procs: p.Reaper, BeforeCommands: p.loadFilesystemModules},
+			Sys:     &apply.HostSystem{Root: root, Booting: true, Procs: p.Reaper, BeforeCommands: p.loadFilesystemModules, Log: p.Log},
 			Log:     p.Log,
 			Console: p.Console,
 			Version: apply.Version,
@@ -665,7 +701,7 @@ func peakRSSKiB() int {
 	return 0
 }
 
-func setupConsole() io.Writer {
+func setupConsole() *os.File {
 	f, err := os.OpenFile("/dev/console", os.O_RDWR, 0)
 	if err != nil {
 		return os.Stderr

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // The child started after the switch keeps this program in the root: a
@@ -14,7 +16,7 @@ import (
 // that has a seedinit of its own.
 func TestKeepSelf(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("KeepSelf writes the copy owned by root: needs root")
+		testenv.Skip(t, "KeepSelf writes the copy owned by root: needs root")
 	}
 	must := func(err error) {
 		t.Helper()

@@ -160,7 +160,7 @@ func Kexec(root string, k KexecSpec, beforeReboot func()) error {
 	if beforeReboot != nil {
 		beforeReboot()
 	}
-	unix.Sync()
+	syncBounded(rebootSyncWait)
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_KEXEC); err != nil {
 		return fmt.Errorf("kexec: reboot into %s: %w", seed.RedactURL(k.Kernel), err)
 	}

@@ -112,7 +112,7 @@ func (p *PID1) startLeaseKeeper() error {
 		args = append(args, "--move-to", KeptBinary)
 	}
 	cmd := exec.Command(selfExe, args...)
-	cmd.Stdout, cmd.Stderr = p.Console, p.Console
+	cmd.Stdout, cmd.Stderr = p.childConsole(), p.childConsole()
 	cmd.Env = handoffEnv(p.ownCertDir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 // mountEntry is one line of /proc/self/mountinfo, as much as PID 1 needs.
 type mountEntry struct {
 	ID, Parent uint64
+	Dev        uint64 // the device its files report (st_dev), from MAJ:MIN
 	Point      string // where it is mounted, as the kernel prints it (unescaped)
 	FSType     string
 	Source     string
@@ -54,7 +56,11 @@ func parseMountInfo(r io.Reader) ([]mountEntry, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("mountinfo line %d: bad mount ids %q %q", line, f[0], f[1])
 		}
-		out = append(out, mountEntry{ID: id, Parent: parent, Point: unescapeOctal(f[4]), FSType: f[sep+1], Source: unescapeOctal(f[sep+2])})
+		var major, minor uint32
+		if _, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor); err != nil {
+			return nil, fmt.Errorf("mountinfo line %d: bad device %q", line, f[2])
+		}
+		out = append(out, mountEntry{ID: id, Parent: parent, Dev: unix.Mkdev(major, minor), Point: unescapeOctal(f[4]), FSType: f[sep+1], Source: unescapeOctal(f[sep+2])})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read the mount table: %w", err)
@@ -140,37 +146,79 @@ func takeMountSnapshot() (mountSnapshot, error) {
 	return s, nil
 }
 
+// releaseResult is what unmountNewBelow did, the mount points relative
+// to the target ("/var").
+type releaseResult struct {
+	taken []string // unmounted
+	kept  []string // left mounted where they are: something still holds them
+	errs  []error
+}
+
 // unmountNewBelow unmounts every mount below the mount at dir that is not
-// in before, deepest first, and returns the mount points it took away
-// (relative to dir, "/var"). One that is busy is detached: the real init
-// must not find it mounted (its fsck would refuse the filesystem), and a
-// lazy unmount still lets the holder finish.
-func unmountNewBelow(dir string, before mountSnapshot) (taken []string, errs []error) {
+// in before, deepest first. A busy one with a device behind it (a
+// filesystem the real init checks) is never detached: the processes o
+// owns that hold it are ended and the unmount tried again; when it is
+// still busy it stays mounted where it is, the reason in the log, for a
+// detached filesystem keeps its device claimed and fsck refuses it, while
+// one mounted in place is skipped by fsck -M and mount -a. A busy virtual
+// filesystem (the API filesystems lent to commands, a tmpfs) is
+// detached: nothing checks it.
+func unmountNewBelow(dir string, before mountSnapshot, o ownership, log *slog.Logger) releaseResult {
+	var res releaseResult
 	top, err := mountID(dir)
 	if err != nil {
-		return nil, []error{fmt.Errorf("identify the mount at %s: %w", dir, err)}
+		res.errs = append(res.errs, fmt.Errorf("identify the mount at %s: %w", dir, err))
+		return res
 	}
 	table, err := readMountTable()
 	if err != nil {
-		return nil, []error{err}
+		res.errs = append(res.errs, err)
+		return res
 	}
 	for _, m := range mountsBelow(table, top) {
 		if before[m.ID] {
-			continue
-		}
-		err := unix.Unmount(m.Point, 0)
-		if errors.Is(err, unix.EBUSY) {
-			err = unix.Unmount(m.Point, unix.MNT_DETACH)
-		}
-		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Point, err))
 			continue
 		}
 		rel := strings.TrimPrefix(m.Point, strings.TrimSuffix(dir, "/"))
 		if rel == "" {
 			rel = "/"
 		}
-		taken = append(taken, rel)
+		err := unix.Unmount(m.Point, 0)
+		if errors.Is(err, unix.EBUSY) && isVirtualFS(m.FSType) {
+			err = unix.Unmount(m.Point, unix.MNT_DETACH)
+		} else if errors.Is(err, unix.EBUSY) {
+			ended, left := endHolders(m.Dev, o)
+			if len(ended) > 0 {
+				log.Info("ended processes seedinit started that held a filesystem the real init mounts", "mount_point", rel, "processes", strings.Join(ended, ", "))
+			}
+			err = unix.Unmount(m.Point, 0)
+			if errors.Is(err, unix.EBUSY) {
+				why := "held by the kernel (a swap file, a loop device or a mount on it)"
+				if len(left) > 0 {
+					why = "held by " + strings.Join(left, ", ")
+				}
+				log.Warn("left mounted for the real init, not detached: its fsck skips a mounted filesystem but refuses a detached one", "mount_point", rel, "why", why)
+				res.kept = append(res.kept, rel)
+				continue
+			}
+		}
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			res.errs = append(res.errs, fmt.Errorf("unmount %s: %w", m.Point, err))
+			continue
+		}
+		res.taken = append(res.taken, rel)
 	}
-	return taken, errs
+	return res
+}
+
+// isVirtualFS reports whether fstype has no device of its own to check:
+// a busy one may be detached.
+func isVirtualFS(fstype string) bool {
+	switch fstype {
+	case "proc", "sysfs", "devtmpfs", "devpts", "tmpfs", "ramfs", "mqueue", "hugetlbfs",
+		"cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "configfs", "pstore",
+		"bpf", "efivarfs", "binfmt_misc", "fusectl", "autofs", "rpc_pipefs", "nsfs":
+		return true
+	}
+	return false
 }

@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // The child starts at the nice value asked for, and the forking thread
 // keeps its own; RestorePriority takes every thread back to nice 0.
 func TestStartNicedAndRestore(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("taking a thread back to nice 0 needs root (CAP_SYS_NICE)")
+		testenv.Skip(t, "taking a thread back to nice 0 needs root (CAP_SYS_NICE)")
 	}
 	cmd := exec.Command("/bin/sh", "-c", "cat /proc/self/stat")
 	var out strings.Builder

@@ -19,11 +19,15 @@ type Reaper struct {
 	mu      sync.Mutex
 	tracked map[int]bool
 	stop    chan struct{}
+	// sessions are the sessions of every command started through Start
+	// (HostSystem starts each in a session of its own): the background
+	// processes they leave stay in them unless they leave.
+	sessions map[int]bool
 }
 
 // NewReaper returns a reaper; Run it in a goroutine.
 func NewReaper() *Reaper {
-	return &Reaper{tracked: map[int]bool{}, stop: make(chan struct{})}
+	return &Reaper{tracked: map[int]bool{}, sessions: map[int]bool{}, stop: make(chan struct{})}
 }
 
 // Start starts cmd as a child the reaper leaves to cmd.Wait.
@@ -34,7 +38,21 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 		return err
 	}
 	r.tracked[cmd.Process.Pid] = true
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Setsid {
+		r.sessions[cmd.Process.Pid] = true
+	}
 	return nil
+}
+
+// Sessions are the sessions of the commands started through Start.
+func (r *Reaper) Sessions() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int, 0, len(r.sessions))
+	for s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
 }
 
 // Done forgets a child after its cmd.Wait returned.

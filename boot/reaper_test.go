@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // The reaper must reap orphans but leave the children seedinit waits for
 // to their own Wait, which must see the real exit status.
 func TestReaperLeavesTrackedChildren(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("needs sh")
+		testenv.Skip(t, "needs sh")
 	}
 	r := NewReaper()
 	go r.Run()

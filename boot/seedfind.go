@@ -13,6 +13,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply/disk"
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/devprobe"
 	"github.com/seedinit/seedinit/netup"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/link"
@@ -261,19 +262,59 @@ func FindRoot(spec string) (string, error) {
 	if strings.HasPrefix(spec, "/dev/") && !strings.HasPrefix(spec, "/dev/disk/") {
 		return FindDevPath(spec)
 	}
-	b, err := disk.DefaultHost.Resolve(spec)
-	if err != nil {
-		if errors.Is(err, disk.ErrNotFound) {
-			return "", ErrNoDevice
+	// Every disk's superblock or partition table is read: in a helper
+	// PID 1 can abandon, since a device that never answers would hold
+	// this thread, and then the exec of the real init, for good.
+	var a resolveAnswer
+	if err := devprobe.Call("resolve", spec, &a); err != nil {
+		if errors.Is(err, devprobe.ErrStalled) {
+			// Looked for again without the device that stalled.
+			return "", fmt.Errorf("%w: %w", ErrNoDevice, err)
 		}
 		return "", err
 	}
+	if a.NotFound {
+		return "", ErrNoDevice
+	}
+	if a.Error != "" {
+		return "", errors.New(a.Error)
+	}
+	b := a.Dev
 	p := "/dev/" + b.Name
 	if _, err := os.Stat(p); err != nil {
 		// devtmpfs makes the node; until it has, the device is not there.
 		return "", errNodePending
 	}
 	return p, nil
+}
+
+// resolveAnswer is disk.Host.Resolve's answer as a device probe's.
+type resolveAnswer struct {
+	Dev      disk.BlockDev
+	NotFound bool
+	Error    string
+}
+
+// fstypeAnswer is probeFSTypeHere's answer as a device probe's.
+type fstypeAnswer struct{ Type string }
+
+func init() {
+	devprobe.Handle("resolve", func(spec string, opening func(string) bool) (any, error) {
+		host := disk.DefaultHost
+		host.Opening = opening
+		b, err := host.Resolve(spec)
+		a := resolveAnswer{Dev: b, NotFound: errors.Is(err, disk.ErrNotFound)}
+		if err != nil && !a.NotFound {
+			a.Error = err.Error()
+		}
+		return a, nil
+	})
+	devprobe.Handle("fstype", func(dev string, opening func(string) bool) (any, error) {
+		if !opening(filepath.Base(dev)) {
+			return fstypeAnswer{}, nil
+		}
+		return fstypeAnswer{Type: probeFSTypeHere(dev)}, nil
+	})
 }
 
 // errNodePending is FindRoot's ErrNoDevice for a device the kernel has
@@ -315,7 +356,9 @@ func (r *rootPoller) Find(spec string) (string, error) {
 		return "", ErrNoDevice
 	}
 	dev, err := r.find(spec)
-	r.scanned = errors.Is(err, ErrNoDevice) && !errors.Is(err, errNodePending)
+	// A scan cut short by a device that stalled is no answer: the next
+	// one runs without that device.
+	r.scanned = errors.Is(err, ErrNoDevice) && !errors.Is(err, errNodePending) && !errors.Is(err, devprobe.ErrStalled)
 	r.last = devices
 	return dev, err
 }

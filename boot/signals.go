@@ -27,7 +27,7 @@ func handleSignals(log *slog.Logger) {
 			safego.Run("signal "+sig.String(), func() {
 				cmd, what := rebootCommand(sig)
 				log.Warn("signal received: shutting down", "signal", sig.String(), "action", what)
-				unix.Sync()
+				syncBounded(rebootSyncWait)
 				// Give the log a moment to reach the console.
 				time.Sleep(100 * time.Millisecond)
 				if err := unix.Reboot(cmd); err != nil {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -145,14 +147,14 @@ func cloudInit(t testing.TB) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 not found")
+		testenv.Skip(t, "cloud-init oracle unavailable: /usr/bin/python3 not found")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit").Run(); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init package)")
+		testenv.Skip(t, "cloud-init oracle unavailable: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init package)")
 	}
 	bin, err := exec.LookPath("/usr/bin/cloud-init")
 	if err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/cloud-init not found")
+		testenv.Skip(t, "cloud-init oracle unavailable: /usr/bin/cloud-init not found")
 	}
 	return bin
 }
@@ -207,7 +209,7 @@ func TestConvertMatchesCloudInit(t *testing.T) {
 		for _, out := range diffOutputs {
 			t.Run(c.file+"/"+out, func(t *testing.T) {
 				if reason, ok := c.differs[out]; ok {
-					t.Skipf("seedinit deliberately differs: %s", reason)
+					testenv.SkipOptional(t, "seedinit deliberately differs: ", reason)
 				}
 				want := netConvert(t, bin, c, out)
 				got, err := Convert(readCase(t, c), c.kind, out, c.macs)
@@ -499,7 +501,7 @@ func netdevLinks(s string) (links []string, rest string) {
 func TestNetworkdNetdevsMatchNetplan(t *testing.T) {
 	netplan, err := exec.LookPath("netplan")
 	if err != nil {
-		t.Skip("netplan not installed (Debian's netplan.io): the .netdev oracle cannot run")
+		testenv.Skip(t, "netplan not installed (Debian's netplan.io): the .netdev oracle cannot run")
 	}
 	compared := 0
 	for _, c := range convertCases {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // Seed disks made by the tools clouds use (genisoimage, mkfs.vfat) are
@@ -39,7 +41,7 @@ func TestReadLabelOfRealImages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := exec.LookPath(tt.tool); err != nil {
-				t.Skipf("%s not installed (scripts/install-deps installs it)", tt.tool)
+				testenv.Skipf(t, "%s not installed (scripts/install-deps installs it)", tt.tool)
 			}
 			img := filepath.Join(t.TempDir(), "seed.img")
 			if out, err := tt.make(img).CombinedOutput(); err != nil {

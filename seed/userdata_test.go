@@ -22,6 +22,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/userdata")
@@ -227,10 +229,10 @@ func TestProcessUserDataGolden(t *testing.T) {
 func TestMatchesCloudInit(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("cloud-init oracle unavailable: %s not found", python)
+		testenv.Skipf(t, "cloud-init oracle unavailable: %s not found", python)
 	}
 	if err := exec.Command(python, "-c", "import cloudinit.user_data").Run(); err != nil {
-		t.Skipf("cloud-init oracle unavailable: %s cannot import cloudinit: %v", python, err)
+		testenv.Skipf(t, "cloud-init oracle unavailable: %s cannot import cloudinit: %v", python, err)
 	}
 	files, err := filepath.Glob("testdata/userdata/*.userdata")
 	if err != nil {

@@ -25,6 +25,8 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // makeCert returns a self-signed CA certificate in PEM whose subject is
@@ -87,7 +89,7 @@ func bmp(s string) []byte {
 func TestSubjectHashMatchesOpenSSL(t *testing.T) {
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
-		t.Skip("openssl is not installed; it is the reference for subject hashes")
+		testenv.Skip(t, "openssl is not installed; it is the reference for subject hashes")
 	}
 	cases := map[string][]byte{
 		"plain":            rawName(t, []atv{{oidC, tagPrintable, []byte("DE")}}, []atv{{oidCN, tagUTF8, []byte("Example Root CA")}}),
@@ -190,10 +192,10 @@ func listing(t *testing.T, dir, prefix string) []string {
 func TestUpdateMatchesUpdateCACertificates(t *testing.T) {
 	tool := "/usr/sbin/update-ca-certificates"
 	if _, err := os.Stat(tool); err != nil {
-		t.Skip("update-ca-certificates is not installed (Debian's ca-certificates package); it is the reference")
+		testenv.Skip(t, "update-ca-certificates is not installed (Debian's ca-certificates package); it is the reference")
 	}
 	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Skip("openssl is not installed; update-ca-certificates needs it")
+		testenv.Skip(t, "openssl is not installed; update-ca-certificates needs it")
 	}
 	certs := map[string]string{}
 	for _, n := range []string{"alpha", "beta", "gamma", "zeta", "local"} {

@@ -29,6 +29,8 @@ import (
 	"github.com/seedinit/seedinit/apply/ssh"
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func config(t *testing.T, text string) apply.Config {
@@ -79,7 +81,7 @@ func hostKeys(t *testing.T, dir string) map[string]string {
 func TestKeygenLineMatchesSSHKeygen(t *testing.T) {
 	keygen, err := exec.LookPath("ssh-keygen")
 	if err != nil {
-		t.Skip("ssh-keygen is not installed; it is the reference for the fingerprint lines")
+		testenv.Skip(t, "ssh-keygen is not installed; it is the reference for the fingerprint lines")
 	}
 	dir := t.TempDir()
 	hostKeys(t, dir)

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/disk/disktest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func needRootAndLoop(t testing.TB) {
@@ -136,7 +138,7 @@ func TestGrowLive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, tool := range []string{tt.mkfs[0], tt.check[0]} {
 				if _, err := exec.LookPath(tool); err != nil {
-					t.Skipf("%s is not installed", tool)
+					testenv.Skipf(t, "%s is not installed", tool)
 				}
 			}
 			img := tempImage(t)

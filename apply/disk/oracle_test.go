@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func needTools(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (Debian: cloud-guest-utils for growpart, fdisk for sfdisk, gdisk for sgdisk): %v", tool, err)
+			testenv.Skipf(t, "%s is not installed (Debian: cloud-guest-utils for growpart, fdisk for sfdisk, gdisk for sgdisk): %v", tool, err)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // blkidExport is blkid's view of an image, the oracle for Probe.
@@ -60,7 +62,7 @@ func TestProbeMatchesBlkid(t *testing.T) {
 			truncate(t, path, tt.size)
 			cmd := tt.mkfs(path)
 			if _, err := exec.LookPath(cmd.Path); err != nil {
-				t.Skipf("%s not installed", cmd.Path)
+				testenv.Skipf(t, "%s not installed", cmd.Path)
 			}
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v: %v\n%s", cmd.Args, err, out)

@@ -121,6 +121,9 @@ func (h Host) blockDevices() ([]BlockDev, error) {
 }
 
 func (h Host) openDev(b BlockDev) (*os.File, func(), error) {
+	if h.Opening != nil && !h.Opening(b.Name) {
+		return nil, nil, fmt.Errorf("open %s: left out: it stalled an earlier read", b.Name)
+	}
 	p, done, err := h.Node(b.Name, b.Major, b.Minor)
 	if err != nil {
 		return nil, nil, err

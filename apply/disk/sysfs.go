@@ -19,6 +19,10 @@ type Host struct {
 	Proc string
 	Sys  string
 	Dev  string
+	// Opening, when set, is told each device's name before Resolve opens
+	// it, and false leaves the device out: PID 1 runs Resolve in a helper
+	// it can abandon, and skips a device that stalled an earlier one.
+	Opening func(name string) bool
 }
 
 // DefaultHost is the running system's /proc, /sys and /dev.

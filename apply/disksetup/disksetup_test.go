@@ -19,6 +19,8 @@ import (
 	"github.com/seedinit/seedinit/apply/disk"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func sparseImage(t *testing.T, size int64) string {
@@ -49,7 +51,7 @@ func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not installed (Debian: fdisk/gdisk); it is the oracle for cloud-init's partition commands", name)
+		testenv.Skipf(t, "%s not installed (Debian: fdisk/gdisk); it is the oracle for cloud-init's partition commands", name)
 	}
 	return p
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func gz(t testing.TB, s string) string {
@@ -72,7 +74,7 @@ func stat(t *testing.T, dir, name string) *fileState {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to give files to other owners")
+		testenv.Skip(t, "needs root to give files to other owners")
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/seed/jinja"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // cloudInitPython returns Debian's python3 when it can import cloudinit
@@ -22,10 +24,10 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("differential test needs cloud-init: /usr/bin/python3 is missing")
+		testenv.Skip(t, "differential test needs cloud-init: /usr/bin/python3 is missing")
 	}
 	if out, err := exec.Command(py, "-c", "import cloudinit").CombinedOutput(); err != nil {
-		t.Skipf("differential test needs cloud-init: /usr/bin/python3 cannot import cloudinit: %v %s", err, out)
+		testenv.Skipf(t, "differential test needs cloud-init: /usr/bin/python3 cannot import cloudinit: %v %s", err, out)
 	}
 	return py
 }
@@ -169,10 +171,10 @@ func TestHostsTemplateAgainstCloudInit(t *testing.T) {
 	const tmpl = "/etc/cloud/templates/hosts.debian.tmpl"
 	src, err := os.ReadFile(tmpl)
 	if err != nil {
-		t.Skipf("differential test needs cloud-init's %s: %v", tmpl, err)
+		testenv.Skipf(t, "differential test needs cloud-init's %s: %v", tmpl, err)
 	}
 	if _, err := jinja.Render([]byte("{{ a }}\n"), map[string]any{"a": "b"}); err != nil {
-		t.Skipf("seed/jinja cannot render yet: %v", err)
+		testenv.Skipf(t, "seed/jinja cannot render yet: %v", err)
 	}
 	script := `
 import sys

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 const schemaPath = "/usr/lib/python3/dist-packages/cloudinit/config/schemas/schema-cloud-config-v1.json"
@@ -18,7 +20,7 @@ const schemaPath = "/usr/lib/python3/dist-packages/cloudinit/config/schemas/sche
 func TestKnownKeysMatchSchema(t *testing.T) {
 	data, err := os.ReadFile(schemaPath)
 	if err != nil {
-		t.Skipf("cloud-init's schema is not installed (%v); install Debian's cloud-init package to compare", err)
+		testenv.Skipf(t, "cloud-init's schema is not installed (%v); install Debian's cloud-init package to compare", err)
 	}
 	type node struct {
 		Properties map[string]json.RawMessage `json:"properties"`

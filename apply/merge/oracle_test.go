@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // pythonWithCloudInit returns Debian's python3 when cloud-init's modules
@@ -23,11 +25,11 @@ func pythonWithCloudInit(t *testing.T) string {
 	t.Helper()
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("skipping the comparison with cloud-init: %s not found (install Debian's cloud-init package)", python)
+		testenv.Skipf(t, "skipping the comparison with cloud-init: %s not found (install Debian's cloud-init package)", python)
 	}
 	out, err := exec.Command(python, "-c", "import cloudinit, jsonpatch, yaml").CombinedOutput()
 	if err != nil {
-		t.Skipf("skipping the comparison with cloud-init: %s cannot import cloudinit (install Debian's cloud-init package): %v\n%s", python, err, out)
+		testenv.Skipf(t, "skipping the comparison with cloud-init: %s cannot import cloudinit (install Debian's cloud-init package): %v\n%s", python, err, out)
 	}
 	return python
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 const systemPython = "/usr/bin/python3"
@@ -22,10 +24,10 @@ const systemPython = "/usr/bin/python3"
 func needCloudInit(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(systemPython); err != nil {
-		t.Skip("cloud-init oracle: no " + systemPython)
+		testenv.Skip(t, "cloud-init oracle: no "+systemPython)
 	}
 	if err := exec.Command(systemPython, "-c", "import cloudinit.config.cc_mounts").Run(); err != nil {
-		t.Skip("cloud-init oracle: " + systemPython + " cannot import cloudinit (install Debian's cloud-init)")
+		testenv.Skip(t, "cloud-init oracle: "+systemPython+" cannot import cloudinit (install Debian's cloud-init)")
 	}
 }
 

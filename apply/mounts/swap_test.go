@@ -15,6 +15,8 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func TestHumanToBytes(t *testing.T) {
@@ -89,7 +91,7 @@ func TestSwapHeaderLayout(t *testing.T) {
 func TestSwapFileIsValid(t *testing.T) {
 	for _, tool := range []string{"blkid", "swaplabel"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("util-linux %s not installed", tool)
+			testenv.Skipf(t, "util-linux %s not installed", tool)
 		}
 	}
 	env := applytest.NewEnv(t, apply.Config{"swap": map[string]any{"filename": "/var/swap/file", "size": "16M"}})

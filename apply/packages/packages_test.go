@@ -18,6 +18,8 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/console"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func config(t *testing.T, text string) apply.Config {
@@ -54,7 +56,7 @@ func oracle(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import cloudinit").Run(); err != nil {
-		t.Skip("cloudinit is not importable by /usr/bin/python3: install Debian's cloud-init package to compare")
+		testenv.Skip(t, "cloudinit is not importable by /usr/bin/python3: install Debian's cloud-init package to compare")
 	}
 	out, err := exec.Command(py, append([]string{"-c", script}, args...)...).Output()
 	if err != nil {
@@ -396,7 +398,7 @@ func indent(s, prefix string) string {
 func TestDearmorMatchesGPG(t *testing.T) {
 	gpg, err := exec.LookPath("gpg")
 	if err != nil {
-		t.Skip("gpg is not installed; it is the reference for dearmoring")
+		testenv.Skip(t, "gpg is not installed; it is the reference for dearmoring")
 	}
 	cmd := exec.Command(gpg, "--dearmor")
 	cmd.Stdin = strings.NewReader(testKeyArmored)

@@ -17,6 +17,8 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // cloudInitPython returns Debian's python3 when it can import cloudinit
@@ -25,10 +27,10 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("differential test needs cloud-init: /usr/bin/python3 is missing")
+		testenv.Skip(t, "differential test needs cloud-init: /usr/bin/python3 is missing")
 	}
 	if out, err := exec.Command(py, "-c", "import cloudinit.config.cc_rsyslog, yaml").CombinedOutput(); err != nil {
-		t.Skipf("differential test needs cloud-init: /usr/bin/python3 cannot import cloudinit: %v %s", err, out)
+		testenv.Skipf(t, "differential test needs cloud-init: /usr/bin/python3 cannot import cloudinit: %v %s", err, out)
 	}
 	return py
 }

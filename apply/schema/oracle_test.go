@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // oracleScript runs cloud-init's own validate_cloudconfig_file, the
@@ -48,10 +50,10 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/python3 is not installed")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/python3 is not installed")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit.config.schema, jsonschema").Run(); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/python3 cannot import cloudinit and jsonschema (install Debian's cloud-init)")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/python3 cannot import cloudinit and jsonschema (install Debian's cloud-init)")
 	}
 	return py
 }

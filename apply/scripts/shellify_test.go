@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // shellifyCases are runcmd lists as YAML, with what cloud-init 22.4.2's
@@ -108,10 +110,10 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("differential test needs cloud-init: /usr/bin/python3 is missing")
+		testenv.Skip(t, "differential test needs cloud-init: /usr/bin/python3 is missing")
 	}
 	if out, err := exec.Command(py, "-c", "import cloudinit").CombinedOutput(); err != nil {
-		t.Skipf("differential test needs cloud-init: /usr/bin/python3 cannot import cloudinit: %v %s", err, out)
+		testenv.Skipf(t, "differential test needs cloud-init: /usr/bin/python3 cannot import cloudinit: %v %s", err, out)
 	}
 	return py
 }

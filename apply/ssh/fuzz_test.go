@@ -8,6 +8,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/users"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func FuzzOpenSSHKeyComment(f *testing.F) {
@@ -63,7 +65,7 @@ func FuzzParseSSHDConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, keyword, value string) {
 		if keyword == "" || value == "" || strings.ContainsAny(keyword+value, "\r\n\v\f\x1c\x1d\x1e\u0085\u2028\u2029") || strings.IndexFunc(keyword, pySpace) >= 0 ||
 			strings.ContainsAny(keyword, "=#") || strings.TrimFunc(value, pySpace) != value {
-			t.Skip()
+			testenv.SkipOptional(t, "an input the property is not about")
 		}
 		lines, _ := applySettings(parseSSHDConfig(text), []Setting{{keyword, value}})
 		var b strings.Builder

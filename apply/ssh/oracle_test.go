@@ -16,6 +16,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // cloudInitPython returns the Python that has Debian's cloud-init, or
@@ -24,10 +26,10 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/python3 not found")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/python3 not found")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit.config.cc_ssh").Run(); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init)")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init)")
 	}
 	return py
 }
@@ -309,7 +311,7 @@ func requireSSHKeygen(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("ssh-keygen")
 	if err != nil {
-		t.Skip("ssh-keygen not installed; the cross-check against OpenSSH needs it")
+		testenv.Skip(t, "ssh-keygen not installed; the cross-check against OpenSSH needs it")
 	}
 	return p
 }

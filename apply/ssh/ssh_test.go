@@ -22,6 +22,8 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // keyCall is one setupUserKeys call as a test sees it.
@@ -109,7 +111,7 @@ func statFile(t testing.TB, p string) fileInfo {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("checks root:root ownership of host keys; needs to run as root")
+		testenv.Skip(t, "checks root:root ownership of host keys; needs to run as root")
 	}
 }
 

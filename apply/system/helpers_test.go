@@ -13,6 +13,8 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/seed/yaml11"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // config decodes a cloud-config written in YAML.
@@ -83,10 +85,10 @@ func oracle(t *testing.T, script string, args ...string) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3: install Debian's cloud-init package to compare with cloud-init")
+		testenv.Skip(t, "no /usr/bin/python3: install Debian's cloud-init package to compare with cloud-init")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit").Run(); err != nil {
-		t.Skip("cloudinit is not importable by /usr/bin/python3: install Debian's cloud-init package to compare")
+		testenv.Skip(t, "cloudinit is not importable by /usr/bin/python3: install Debian's cloud-init package to compare")
 	}
 	out, err := exec.Command(py, append([]string{"-c", script}, args...)...).Output()
 	if err != nil {

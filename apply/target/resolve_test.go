@@ -74,23 +74,28 @@ func TestResolveAgreesWithTheDefinition(t *testing.T) {
 		r, dir := newRoot(t)
 		// A tree of directories, files and symlinks whose targets are
 		// random absolute or relative paths, loops and ".." included.
+		// It is made through an os.Root: a path through a symlink made
+		// earlier ("a" -> "/") must not reach past dir. Made with the
+		// host's calls, the fixture wrote /b, /c and /x into the host's /.
+		fixture, err := os.OpenRoot(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for range 30 {
-			p := filepath.Join(dir, filepath.FromSlash(randomPath(rng)))
-			if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
-				continue
-			}
-			if _, err := os.Lstat(filepath.Dir(p)); err != nil {
+			p := strings.TrimPrefix(path.Clean("/"+randomPath(rng)), "/")
+			if p == "" || p == ".." || strings.HasPrefix(p, "../") {
 				continue
 			}
 			switch rng.IntN(3) {
 			case 0:
-				os.Mkdir(p, 0o755)
+				fixture.Mkdir(p, 0o755)
 			case 1:
-				os.WriteFile(p, nil, 0o644)
+				fixture.WriteFile(p, nil, 0o644)
 			default:
-				os.Symlink(randomPath(rng), p)
+				fixture.Symlink(randomPath(rng), p)
 			}
 		}
+		fixture.Close()
 		for range 200 {
 			q := randomPath(rng)
 			want, wantErr := referenceResolve(dir, q)

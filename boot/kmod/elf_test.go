@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // sameAsDebugElf checks elfSection against the standard library's reader,
@@ -59,11 +61,11 @@ func TestElfSectionOnDebianModules(t *testing.T) {
 func TestElfSectionOnThisBinary(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skip("no executable path:", err)
+		testenv.Skip(t, "no executable path:", err)
 	}
 	data, err := os.ReadFile(exe)
 	if err != nil {
-		t.Skip("cannot read the test binary:", err)
+		testenv.Skip(t, "cannot read the test binary:", err)
 	}
 	for _, name := range []string{".note.go.buildid", ".go.buildinfo", ".shstrtab"} {
 		sameAsDebugElf(t, data, name)
@@ -98,11 +100,11 @@ func FuzzElfSection(f *testing.F) {
 func TestELFMachine(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skip("no executable path:", err)
+		testenv.Skip(t, "no executable path:", err)
 	}
 	f, err := elf.Open(exe)
 	if err != nil {
-		t.Skip("the test binary is not readable as ELF:", err)
+		testenv.Skip(t, "the test binary is not readable as ELF:", err)
 	}
 	defer f.Close()
 	r, _ := os.Open(exe)

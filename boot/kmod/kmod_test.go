@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // fakeKernel records loads; fail makes a module's load fail with an errno.
@@ -163,11 +165,11 @@ func TestWriteDepmodRoundTrip(t *testing.T) {
 func realModulesDir(t *testing.T) string {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
-		t.Skip("the cached Debian kernel is amd64")
+		testenv.SkipOptional(t, "the cached Debian kernel is amd64")
 	}
 	matches, _ := filepath.Glob("../../.cache/kernel/root/lib/modules/*")
 	if len(matches) == 0 {
-		t.Skip("no Debian kernel in .cache/kernel: run scripts/fetch-kernel (CI does)")
+		testenv.Skip(t, "no Debian kernel in .cache/kernel: run scripts/fetch-kernel (CI does)")
 	}
 	return matches[0]
 }
@@ -223,7 +225,7 @@ func TestBuildIndexOnDebianKernel(t *testing.T) {
 func TestBuildIndexOnDebianARM64Kernel(t *testing.T) {
 	matches, _ := filepath.Glob("../../.cache/kernel-arm64/root/lib/modules/*")
 	if len(matches) == 0 {
-		t.Skip("no Debian arm64 kernel in .cache/kernel-arm64: run scripts/fetch-kernel arm64")
+		testenv.Skip(t, "no Debian arm64 kernel in .cache/kernel-arm64: run scripts/fetch-kernel arm64")
 	}
 	dir := matches[0]
 	idx, err := BuildIndex(dir)

@@ -162,7 +162,7 @@ func runStages(verb, rootDir, seedDir, stageName string, decide decideFunc, out 
 		// Said once here rather than by every module that meets it.
 		log.Warn("not running as root: new files belong to this user rather than their owners, and commands (bootcmd, runcmd, scripts) are skipped", "root", root.Dir())
 	}
-	host := &apply.HostSystem{Root: root}
+	host := &apply.HostSystem{Root: root, Log: log}
 	start := time.Now()
 	report, err := stages.Run(ctx, stages.Options{
 		Root:    root,

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	rtdebug "runtime/debug"
@@ -44,55 +45,51 @@ func runDHCP(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, handover := context.WithCancelCause(ctx)
 	defer handover(nil)
-	if *moveTo != "" && runningFromDeletedFile() {
-		go func() {
-			if waitForSameBuild(ctx, *moveTo) {
-				handover(dhcp.ErrKeepHandover)
-			}
-		}()
-	}
 	// It lives as long as the machine: after each exchange the heap it
 	// used goes back to the kernel rather than waiting for the scavenger.
 	opts := dhcp.KeepOptions{StateFile: *state, Log: log, DHCP: dhcp.Options{Log: log}, Settled: rtdebug.FreeOSMemory}
+	// The NICs of the network config that come later: hotplugCtx ends
+	// first at the handover, and the keeper goes on until the hotplug
+	// watch has ended.
+	hotplugCtx, stopHotplug := context.WithCancel(ctx)
+	defer stopHotplug()
+	hotplugDone := make(chan struct{})
+	keeperDone := make(chan struct{})
 	if *network != "" {
 		n, err := readNetwork(*network)
 		if err != nil {
 			return fail(stderr, "dhcp keep: %v", err)
 		}
-		more := make(chan *dhcp.KeepState, 4)
+		more := make(chan dhcp.KeepMore)
 		opts.More = more
 		go func() {
+			defer close(hotplugDone)
 			defer close(more)
-			err := live.Hotplug(ctx, n, live.Options{Log: log, DHCP: dhcp.Options{Log: log}}, func(iface *model.Interface, res *live.Result, err error) {
-				// A keeper started again (from the root's copy) must not
-				// configure it again: it holds its lease already.
-				n.Interfaces = slices.DeleteFunc(n.Interfaces, func(i *model.Interface) bool { return i == iface })
-				if werr := writeNetwork(*network, n); werr != nil {
-					log.Warn("note the NIC as configured", "file", *network, "error", werr.Error())
-				}
-				if err != nil {
-					log.Warn("configure a NIC that came later", "error", err.Error())
-				}
-				if res == nil {
-					return
-				}
-				for _, r := range res.Renamed {
-					log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
-				}
-				if st := dhcp.NewKeepState(res.Leases, res.Leases6); len(st.Leases) > 0 {
-					select {
-					case more <- st:
-					case <-ctx.Done():
-					}
-				}
-				rtdebug.FreeOSMemory()
-			})
-			if err != nil {
-				log.Warn("stopped waiting for the network config's NICs", "error", err.Error())
+			configureLateNICs(hotplugCtx, n, *network, more, keeperDone, log)
+		}()
+	} else {
+		close(hotplugDone)
+	}
+	if *moveTo != "" && runningFromDeletedFile() {
+		go func() {
+			if !waitForSameBuild(ctx, *moveTo) {
+				return
 			}
+			// Nothing half done crosses the exec: the NIC being configured
+			// is finished, its lease in the state file, or still in the
+			// network file for the next keeper; then the keeper stops.
+			stopHotplug()
+			select {
+			case <-hotplugDone:
+			case <-time.After(handoverWait):
+				log.Warn("the hotplug watch did not end in time; handing over anyway", "after", handoverWait)
+			}
+			handover(dhcp.ErrKeepHandover)
 		}()
 	}
-	if err := dhcp.Keep(ctx, st, opts); err != nil {
+	err = dhcp.Keep(ctx, st, opts)
+	close(keeperDone)
+	if err != nil {
 		return fail(stderr, "dhcp keep: %v", err)
 	}
 	if errors.Is(context.Cause(ctx), dhcp.ErrKeepHandover) {
@@ -111,6 +108,64 @@ func runDHCP(args []string, stdout, stderr io.Writer) int {
 		return runDHCP(again, stdout, stderr)
 	}
 	return exitOK
+}
+
+// handoverWait bounds the wait for the hotplug watch at the handover: a
+// NIC's exchange ends with its context, at once.
+const handoverWait = 30 * time.Second
+
+// configureLateNICs configures the NICs of n as they come (live.Hotplug)
+// and hands their leases to the keeper. A NIC leaves the network file
+// only once the keeper's state file holds its lease (or, with no lease
+// yet, its wish for one): a keeper started again from the two files
+// after a handover finds each NIC in one of them. One whose configuring
+// the handover or the shutdown cut short stays in the network file, for
+// the next keeper to configure again (Apply converges).
+func configureLateNICs(ctx context.Context, n *model.Network, network string, more chan<- dhcp.KeepMore, keeperDone <-chan struct{}, log *slog.Logger) {
+	err := live.Hotplug(ctx, n, live.Options{Log: log, DHCP: dhcp.Options{Log: log}}, func(iface *model.Interface, res *live.Result, err error) {
+		if err != nil && ctx.Err() != nil {
+			log.Info("configuring a NIC was cut short; the next keeper configures it", "interface", iface.Name, "error", err.Error())
+			return
+		}
+		if err != nil {
+			log.Warn("configure a NIC that came later", "error", err.Error())
+		}
+		st := &dhcp.KeepState{}
+		if res != nil {
+			for _, r := range res.Renamed {
+				log.Info("renamed network device", "mac", r.MAC, "from", r.From, "to", r.To)
+			}
+			st = dhcp.NewKeepState(res.Leases, res.Leases6)
+			for _, name := range res.DHCP {
+				if !slices.ContainsFunc(res.Leases, func(l *dhcp.Lease) bool { return l.Interface == name }) {
+					st.Want(name, 4) // no lease yet: the keeper asks on
+				}
+			}
+		}
+		if len(st.Leases) > 0 {
+			kept := make(chan struct{})
+			select {
+			case more <- dhcp.KeepMore{State: st, Kept: kept}:
+			case <-keeperDone:
+				return
+			}
+			select {
+			case <-kept:
+			case <-keeperDone:
+				return
+			}
+		}
+		// A keeper started again (from the root's copy) must not
+		// configure it again: its lease is in the state file.
+		n.Interfaces = slices.DeleteFunc(n.Interfaces, func(i *model.Interface) bool { return i == iface })
+		if werr := writeNetwork(network, n); werr != nil {
+			log.Warn("note the NIC as configured", "file", network, "error", werr.Error())
+		}
+		rtdebug.FreeOSMemory()
+	})
+	if err != nil {
+		log.Warn("stopped waiting for the network config's NICs", "error", err.Error())
+	}
 }
 
 // readNetwork reads a network model as PID 1 wrote it.

@@ -15,6 +15,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	_ "github.com/seedinit/seedinit/apply/all"
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/internal/devprobe"
 )
 
 // Exit codes, as cloud-init status uses them.
@@ -51,6 +52,8 @@ var commands = map[string]command{
 }
 
 func main() {
+	// A helper PID 1 started to probe block devices for it.
+	devprobe.ServeIfHelper()
 	// As the kernel's init (an initramfs's /init, or /sbin/init on the
 	// root) seedinit is PID 1 whatever its arguments say.
 	if os.Getpid() == 1 {

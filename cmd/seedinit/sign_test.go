@@ -21,6 +21,8 @@ import (
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // writeSigningKey writes an unencrypted OpenSSH Ed25519 key and its
@@ -103,7 +105,7 @@ func TestSeedSign(t *testing.T) {
 func TestSeedSignOracles(t *testing.T) {
 	keygen, err := exec.LookPath("ssh-keygen")
 	if err != nil {
-		t.Skip("ssh-keygen is not installed (scripts/install-deps installs openssh-client)")
+		testenv.Skip(t, "ssh-keygen is not installed (scripts/install-deps installs openssh-client)")
 	}
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key")

@@ -19,6 +19,8 @@ import (
 	"github.com/u-root/u-root/pkg/cpio"
 
 	"github.com/seedinit/seedinit/boot/kmod"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 const fakeRelease = "6.1.0-test-amd64"
@@ -483,11 +485,11 @@ func TestBuildDefaultModulesByArch(t *testing.T) {
 func TestBuildRejectsInitOfAnotherArch(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skip("no executable path:", err)
+		testenv.Skip(t, "no executable path:", err)
 	}
 	f, err := elf.Open(exe)
 	if err != nil {
-		t.Skip("the test binary is not ELF:", err)
+		testenv.Skip(t, "the test binary is not ELF:", err)
 	}
 	mine := f.Machine
 	f.Close()
@@ -601,10 +603,10 @@ func buildDebianKernel(t *testing.T, cache, fetch string) ([]byte, Options, *Rep
 		if fetch == "" {
 			fetch = "scripts/fetch-kernel"
 		}
-		t.Skipf("no Debian kernel under .cache/%s/root (%s unpacks one)", cache, fetch)
+		testenv.Skipf(t, "no Debian kernel under .cache/%s/root (%s unpacks one)", cache, fetch)
 	}
 	if testing.Short() {
-		t.Skip("packing a real kernel's modules is slow; skipped with -short")
+		testenv.SkipOptional(t, "packing a real kernel's modules is slow; skipped with -short")
 	}
 	o := fakeOptions(t)
 	o.ModulesRoot = root

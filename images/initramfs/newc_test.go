@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/u-root/u-root/pkg/cpio"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // writeNewc writes recs and the trailer into a byte slice.
@@ -104,7 +106,7 @@ func TestNewcReadByURoot(t *testing.T) {
 func TestNewcGNUCpio(t *testing.T) {
 	bin, err := exec.LookPath("cpio")
 	if err != nil {
-		t.Skip("GNU cpio not installed")
+		testenv.Skip(t, "GNU cpio not installed")
 	}
 	raw := writeNewc(t, fileRecord("etc/hostname", 0o644, []byte("x\n")), charDevRecord("dev/null", 0o666, 1, 3))
 	cmd := exec.Command(bin, "-t", "-v", "--quiet")

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 const (
@@ -274,7 +276,7 @@ func need(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (apt-get install genisoimage mtools dosfstools)", tool)
+			testenv.Skipf(t, "%s is not installed (apt-get install genisoimage mtools dosfstools)", tool)
 		}
 	}
 }
@@ -392,7 +394,7 @@ func TestBuildReadByLinuxTools(t *testing.T) {
 // the guest does; it skips where the kernel has no iso9660 or vfat.
 func TestBuildMountLoop(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a loop device needs root")
+		testenv.Skip(t, "mounting a loop device needs root")
 	}
 	for _, o := range imageCases() {
 		t.Run(string(o.Kind)+"/"+string(o.Format), func(t *testing.T) {
@@ -402,7 +404,7 @@ func TestBuildMountLoop(t *testing.T) {
 			out, err := exec.Command("mount", "-t", fsType, "-o", "loop,ro", img, mnt).CombinedOutput()
 			if err != nil {
 				if strings.Contains(string(out), "unknown filesystem type") {
-					t.Skipf("this kernel cannot mount %s (%s); isoinfo/mtools and cloud-init's readers check the image instead", fsType, strings.TrimSpace(string(out)))
+					testenv.Skipf(t, "this kernel cannot mount %s (%s); isoinfo/mtools and cloud-init's readers check the image instead", fsType, strings.TrimSpace(string(out)))
 				}
 				t.Fatalf("mount %s: %v\n%s", img, err, out)
 			}
@@ -463,10 +465,10 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3: cloud-init's readers are the oracle (apt-get install cloud-init)")
+		testenv.Skip(t, "no /usr/bin/python3: cloud-init's readers are the oracle (apt-get install cloud-init)")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit.sources.DataSourceConfigDrive").Run(); err != nil {
-		t.Skip("cloud-init is not installed for /usr/bin/python3 (apt-get install cloud-init)")
+		testenv.Skip(t, "cloud-init is not installed for /usr/bin/python3 (apt-get install cloud-init)")
 	}
 	return py
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -142,9 +141,18 @@ func waitCarrier(ctx context.Context, iface string, limit time.Duration) {
 	}
 }
 
+// acquireOne is Acquire; tests make it fail, panic or hang.
+var acquireOne = Acquire
+
+// acquireGrace is how long AcquireAny waits, once its context has ended,
+// for an exchange that does not end with it (a call stuck in the
+// kernel): then it answers without it.
+const acquireGrace = 2 * time.Second
+
 // AcquireAny runs Acquire on every interface at once and returns the
 // first lease; the other exchanges are stopped. The error joins every
-// interface's failure when none got a lease.
+// interface's failure, a panic in one included, when none got a lease:
+// a nil lease always comes with an error.
 func AcquireAny(ctx context.Context, ifaces []string, opts Options) (*Lease, error) {
 	if len(ifaces) == 0 {
 		return nil, errors.New("dhcp: no candidate interfaces")
@@ -155,30 +163,40 @@ func AcquireAny(ctx context.Context, ifaces []string, opts Options) (*Lease, err
 		lease *Lease
 		err   error
 	}
+	// Each exchange sends exactly one result, from its end or from its
+	// panic; the buffer takes them all, so none waits for a reader that
+	// has answered already.
 	results := make(chan result, len(ifaces))
-	var wg sync.WaitGroup
 	for _, name := range ifaces {
-		wg.Add(1)
 		safego.Go("dhcp on "+name, func() {
-			defer wg.Done()
-			l, err := Acquire(ctx, name, opts)
+			l, err := acquireOne(ctx, name, opts)
 			results <- result{l, err}
 		}, func(err error) { results <- result{nil, err} })
 	}
-	safego.Go("dhcp: wait for the clients", func() { wg.Wait(); close(results) }, nil)
 	var errs []error
 	var first *Lease
-	for r := range results {
-		if r.lease != nil && first == nil {
-			first = r.lease
-			if r.err != nil {
-				opts.withDefaults().Log.Warn("dhcp lease has bad options", "interface", r.lease.Interface, "error", r.err)
+	var grace <-chan time.Time
+	done := ctx.Done()
+	for pending := len(ifaces); pending > 0 && first == nil; {
+		select {
+		case r := <-results:
+			pending--
+			switch {
+			case r.lease != nil:
+				first = r.lease
+				if r.err != nil {
+					opts.withDefaults().Log.Warn("dhcp lease has bad options", "interface", r.lease.Interface, "error", r.err)
+				}
+			case r.err != nil:
+				errs = append(errs, r.err)
+			default:
+				errs = append(errs, errors.New("dhcp: an exchange ended with neither a lease nor an error"))
 			}
-			cancel()
-			continue
-		}
-		if r.err != nil && first == nil {
-			errs = append(errs, r.err)
+		case <-done:
+			done, grace = nil, time.After(acquireGrace)
+		case <-grace:
+			errs = append(errs, fmt.Errorf("dhcp: %d exchange(s) still under way %s after the deadline; not waited for", pending, acquireGrace))
+			pending = 0
 		}
 	}
 	if first == nil {

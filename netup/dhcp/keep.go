@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,7 @@ type KeepOptions struct {
 	ClaimPoll time.Duration
 	// More brings leases taken after the start (a NIC that came later);
 	// while it is open the keeper runs even with no lease.
-	More <-chan *KeepState
+	More <-chan KeepMore
 	// Settled, when set, is called after each change to what is held (a
 	// renewal, a new lease): the keeper's process returns the memory the
 	// exchange used, as it then sleeps until the next one.
@@ -90,6 +91,16 @@ func (o KeepOptions) withDefaults() KeepOptions {
 	return o
 }
 
+// KeepMore is a lease (or a NIC's wish for one) that came after the
+// keeper started. Kept, when not nil, is closed once the state file
+// holds it: only then may the sender forget the NIC, for a keeper started
+// again from that file (the move to the root's copy) keeps what is there
+// and nothing else.
+type KeepMore struct {
+	State *KeepState
+	Kept  chan<- struct{}
+}
+
 // Keep holds the leases in st until ctx ends, then releases them (unless
 // ctx's cause is ErrKeepHandover) and writes the state file a last time.
 // Each lease is kept on its own; one that cannot be renewed is taken off
@@ -106,7 +117,9 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 	}
 	k := &keeper{opts: opts}
 	var wg sync.WaitGroup
-	cancels := map[string][]context.CancelFunc{}
+	// Each lease by its NIC and family: another client may take one
+	// family of a NIC and leave the other to the keeper.
+	cancels := map[claim][]context.CancelFunc{}
 	start := func(slots []*slot) {
 		k.mu.Lock()
 		k.slots = append(k.slots, slots...)
@@ -114,7 +127,8 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 		k.writeState()
 		for _, s := range slots {
 			lctx, cancel := context.WithCancel(ctx)
-			cancels[s.iface] = append(cancels[s.iface], cancel)
+			c := claim{s.iface, s.family}
+			cancels[c] = append(cancels[c], cancel)
 			wg.Add(1)
 			safego.Go("keep the lease on "+s.iface, func() {
 				defer wg.Done()
@@ -127,12 +141,15 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 	ticker := time.NewTicker(opts.ClaimPoll)
 	defer ticker.Stop()
 	for {
-		for name, client := range claimedNICs(opts.ProcDir, opts.SysClassNet, keys(cancels)) {
-			for _, cancel := range cancels[name] {
+		for c, client := range claimedNICs(opts.ProcDir, opts.SysClassNet, nicsOf(cancels)) {
+			if _, held := cancels[c]; !held {
+				continue
+			}
+			for _, cancel := range cancels[c] {
 				cancel()
 			}
-			delete(cancels, name)
-			k.standAside(name, client)
+			delete(cancels, c)
+			k.standAside(c, client)
 		}
 		if len(cancels) == 0 && more == nil {
 			opts.Log.Info("no lease left to keep: the lease keeper ends")
@@ -148,25 +165,31 @@ func Keep(ctx context.Context, st *KeepState, opts KeepOptions) error {
 			}
 			k.writeState()
 			return nil
-		case st, ok := <-more:
+		case m, ok := <-more:
 			if !ok {
 				more = nil
 				continue
 			}
-			added, err := st.slots()
+			added, err := m.State.slots()
 			if err != nil {
 				opts.Log.Warn("keep dhcp leases: a new lease could not be read", "error", err.Error())
 			}
-			start(added)
+			start(added) // the state file holds them when it returns
+			if m.Kept != nil {
+				close(m.Kept)
+			}
 		case <-ticker.C:
 		}
 	}
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// nicsOf are the NICs of the leases in m, each once.
+func nicsOf[V any](m map[claim]V) []string {
+	var out []string
+	for c := range m {
+		if !slices.Contains(out, c.nic) {
+			out = append(out, c.nic)
+		}
 	}
 	return out
 }
@@ -305,16 +328,16 @@ func (k *keeper) releaseAll() {
 	}
 }
 
-func (k *keeper) standAside(nic, client string) {
+func (k *keeper) standAside(c claim, client string) {
 	k.mu.Lock()
 	for _, s := range k.slots {
-		if s.iface == nic {
+		if s.iface == c.nic && s.family == c.family {
 			s.stoodAside = client
 			s.state = "stood aside for " + client
 		}
 	}
 	k.mu.Unlock()
-	k.opts.Log.Info("dhcp: another DHCP client runs for this NIC; the lease keeper stands aside", "interface", nic, "client", client)
+	k.opts.Log.Info("dhcp: another DHCP client runs for this NIC and family; the lease keeper stands aside", "interface", c.nic, "family", c.family, "client", client)
 	k.writeState()
 }
 
@@ -477,6 +500,12 @@ func NewKeepState(leases []*Lease, leases6 []*Lease6) *KeepState {
 		}
 	}
 	return st
+}
+
+// Want adds a NIC that runs DHCP of family (4 or 6) but has no lease
+// yet: the keeper asks for one until it gets it.
+func (st *KeepState) Want(iface string, family int) {
+	st.add(&slot{iface: iface, family: family, state: "asking for a new lease"})
 }
 
 func (st *KeepState) add(s *slot) {

@@ -22,6 +22,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedinit/seedinit/netup/nstest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func TestTimesFrom(t *testing.T) {
@@ -124,31 +126,60 @@ func TestRefreshResolvConf(t *testing.T) {
 	}
 }
 
+// A client takes NICs and families: udhcpc -i eth0 is DHCPv4 on eth0,
+// and the keeper must go on renewing eth0's DHCPv6 lease beside it.
+// Busybox's applets run as "busybox" (their comm), named by argv[0] or
+// argv[1].
 func TestClaimedNICs(t *testing.T) {
 	sys := t.TempDir()
 	for _, n := range []string{"eth0", "eth1", "lan0"} {
 		os.Mkdir(filepath.Join(sys, n), 0o755)
 	}
 	nics := []string{"eth0", "eth1"}
+	v4 := func(pairs ...string) map[claim]string {
+		m := map[claim]string{}
+		for i := 0; i < len(pairs); i += 2 {
+			m[claim{pairs[i], 4}] = pairs[i+1]
+		}
+		return m
+	}
+	both := func(client string, nics ...string) map[claim]string {
+		m := map[claim]string{}
+		for _, n := range nics {
+			m[claim{n, 4}], m[claim{n, 6}] = client, client
+		}
+		return m
+	}
 	for _, c := range []struct {
 		name  string
 		procs map[int][]string
-		want  map[string]string
+		want  map[claim]string
 	}{
-		{name: "nothing else runs", procs: map[int][]string{10: {"sshd", "/usr/sbin/sshd", "-D"}}, want: map[string]string{}},
-		{name: "dhclient for one NIC", procs: map[int][]string{20: {"dhclient", "/sbin/dhclient", "-4", "-v", "-pf", "/run/dhclient.eth1.pid", "-lf", "/var/lib/dhcp/dhclient.eth1.leases", "eth1"}},
-			want: map[string]string{"eth1": "dhclient"}},
-		{name: "dhclient for another NIC", procs: map[int][]string{20: {"dhclient", "dhclient", "lan0"}}, want: map[string]string{}},
-		{name: "dhcpcd with no NIC serves all", procs: map[int][]string{30: {"dhcpcd", "dhcpcd", "-q", "-b"}}, want: map[string]string{"eth0": "dhcpcd", "eth1": "dhcpcd"}},
-		{name: "udhcpc's default is eth0", procs: map[int][]string{40: {"udhcpc", "udhcpc", "-b", "-p", "/run/udhcpc.pid"}}, want: map[string]string{"eth0": "udhcpc"}},
-		{name: "udhcpc -i eth1", procs: map[int][]string{40: {"udhcpc", "udhcpc", "-i", "eth1", "-b"}}, want: map[string]string{"eth1": "udhcpc"}},
-		{name: "udhcpc -ieth1", procs: map[int][]string{40: {"udhcpc", "udhcpc", "-ieth1"}}, want: map[string]string{"eth1": "udhcpc"}},
-		{name: "udhcpc --interface=lan0", procs: map[int][]string{40: {"udhcpc", "udhcpc", "--interface=lan0"}}, want: map[string]string{}},
-		{name: "networkd takes every NIC", procs: map[int][]string{50: {"systemd-network", "/lib/systemd/systemd-networkd"}}, want: map[string]string{"eth0": "systemd-network", "eth1": "systemd-network"}},
+		{name: "nothing else runs", procs: map[int][]string{10: {"sshd", "/usr/sbin/sshd", "-D"}}, want: map[claim]string{}},
+		{name: "dhclient -4 for one NIC", procs: map[int][]string{20: {"dhclient", "/sbin/dhclient", "-4", "-v", "-pf", "/run/dhclient.eth1.pid", "-lf", "/var/lib/dhcp/dhclient.eth1.leases", "eth1"}},
+			want: v4("eth1", "dhclient")},
+		{name: "dhclient is DHCPv4 by default", procs: map[int][]string{20: {"dhclient", "dhclient", "eth0"}}, want: v4("eth0", "dhclient")},
+		{name: "dhclient -6", procs: map[int][]string{20: {"dhclient", "dhclient", "-6", "eth0"}}, want: map[claim]string{{"eth0", 6}: "dhclient"}},
+		{name: "dhclient for another NIC", procs: map[int][]string{20: {"dhclient", "dhclient", "lan0"}}, want: map[claim]string{}},
+		{name: "dhcpcd with no NIC serves all, both families", procs: map[int][]string{30: {"dhcpcd", "dhcpcd", "-q", "-b"}}, want: both("dhcpcd", "eth0", "eth1")},
+		{name: "dhcpcd -4 eth1", procs: map[int][]string{30: {"dhcpcd", "dhcpcd", "-4", "eth1"}}, want: v4("eth1", "dhcpcd")},
+		{name: "dhcpcd -6 eth1", procs: map[int][]string{30: {"dhcpcd", "dhcpcd", "-6", "eth1"}}, want: map[claim]string{{"eth1", 6}: "dhcpcd"}},
+		{name: "udhcpc's default is eth0, DHCPv4 only", procs: map[int][]string{40: {"udhcpc", "udhcpc", "-b", "-p", "/run/udhcpc.pid"}}, want: v4("eth0", "udhcpc")},
+		{name: "udhcpc -i eth1", procs: map[int][]string{40: {"udhcpc", "udhcpc", "-i", "eth1", "-b"}}, want: v4("eth1", "udhcpc")},
+		{name: "udhcpc -ieth1", procs: map[int][]string{40: {"udhcpc", "udhcpc", "-ieth1"}}, want: v4("eth1", "udhcpc")},
+		{name: "udhcpc --interface=lan0", procs: map[int][]string{40: {"udhcpc", "udhcpc", "--interface=lan0"}}, want: map[claim]string{}},
+		{name: "udhcpc6 -i eth0", procs: map[int][]string{41: {"udhcpc6", "udhcpc6", "-i", "eth0"}}, want: map[claim]string{{"eth0", 6}: "udhcpc6"}},
+		{name: "busybox udhcpc, by argv[0]", procs: map[int][]string{42: {"busybox", "udhcpc", "-i", "eth1"}}, want: v4("eth1", "udhcpc")},
+		{name: "busybox udhcpc, by argv[1]", procs: map[int][]string{43: {"busybox", "/bin/busybox", "udhcpc", "-i", "eth1"}}, want: v4("eth1", "udhcpc")},
+		{name: "busybox udhcpc6", procs: map[int][]string{44: {"busybox", "/sbin/udhcpc6", "-i", "eth0"}}, want: map[claim]string{{"eth0", 6}: "udhcpc6"}},
+		{name: "busybox sh is no client", procs: map[int][]string{45: {"busybox", "/bin/sh", "-c", "udhcpc -i eth0"}}, want: map[claim]string{}},
+		{name: "odhcp6c eth1", procs: map[int][]string{46: {"odhcp6c", "odhcp6c", "-s", "/lib/netifd/dhcpv6.script", "-P", "0", "eth1"}}, want: map[claim]string{{"eth1", 6}: "odhcp6c"}},
+		{name: "wickedd's DHCPv6 supplicant", procs: map[int][]string{47: {"wickedd-dhcp6", "/usr/lib/wicked/bin/wickedd-dhcp6"}}, want: map[claim]string{{"eth0", 6}: "wickedd-dhcp6", {"eth1", 6}: "wickedd-dhcp6"}},
+		{name: "networkd takes every NIC", procs: map[int][]string{50: {"systemd-network", "/lib/systemd/systemd-networkd"}}, want: both("systemd-network", "eth0", "eth1")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := claimedNICs(fakeProc(t, c.procs), sys, nics)
-			if diff := cmp.Diff(c.want, got); diff != "" {
+			if diff := cmp.Diff(c.want, got, cmp.AllowUnexported(claim{})); diff != "" {
 				t.Errorf("claimed (-want +got):\n%s", diff)
 			}
 		})
@@ -164,7 +195,7 @@ func serverApart(t *testing.T, client string) []string {
 	t.Helper()
 	for _, tool := range []string{"unshare", "nsenter", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
+			testenv.Skipf(t, "%s is not installed", tool)
 		}
 	}
 	nstest.Veth(t, client, "srv", "52:54:00:12:34:56")
@@ -203,7 +234,7 @@ func startDnsmasq4(t *testing.T, enter []string, addr, dns string, t1, t2 int) (
 	t.Helper()
 	dnsmasq, err := exec.LookPath("dnsmasq")
 	if err != nil {
-		t.Skip("dnsmasq is not installed (apt-get install dnsmasq-base)")
+		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
 	}
 	dir := t.TempDir()
 	args := append(enter[1:], dnsmasq, "--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
@@ -485,6 +516,68 @@ func TestKeepStandsAside(t *testing.T) {
 	st, _ = ReadKeepState(state)
 	if err := Keep(ctx, st, KeepOptions{ProcDir: t.TempDir()}); err == nil {
 		t.Error("a keeper started on a state that stood aside kept something")
+	}
+}
+
+// TestKeepStandsAsidePerFamily: busybox's udhcpc for eth7 is DHCPv4 on
+// eth7; the keeper stood aside on the whole NIC, and eth7's DHCPv6 lease
+// was renewed by no one. Only the DHCPv4 lease may be given up.
+func TestKeepStandsAsidePerFamily(t *testing.T) {
+	for name, proc := range map[string][]string{
+		"udhcpc":         {"udhcpc", "udhcpc", "-i", "eth7", "-b"},
+		"busybox udhcpc": {"busybox", "udhcpc", "-i", "eth7", "-b"},
+	} {
+		t.Run(name, func(t *testing.T) { keepStandsAsideForDHCPv4(t, proc) })
+	}
+}
+
+func keepStandsAsideForDHCPv4(t *testing.T, client []string) {
+	ack, err := dhcpv4.New(dhcpv4.WithMessageType(dhcpv4.MessageTypeAck), dhcpv4.WithYourIP(net.IPv4(192, 0, 2, 71)),
+		dhcpv4.WithNetmask(net.CIDRMask(24, 32)), dhcpv4.WithLeaseTime(3600),
+		dhcpv4.WithOption(dhcpv4.OptServerIdentifier(net.IPv4(192, 0, 2, 1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	// The DHCPv6 lease is between two leases (lost), which the keeper
+	// asks for again and again: what it must go on doing.
+	if err := (&KeepState{Leases: []KeptLease{
+		{Interface: "eth7", Family: 4, ACK: ack.ToBytes(), AcquiredBoot: bootTime()},
+		{Interface: "eth7", Family: 6, State: "lost: ended"},
+	}}).Write(state); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ReadKeepState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := fakeProc(t, map[int][]string{78: client})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Keep(ctx, st, KeepOptions{StateFile: state, ProcDir: proc, SysClassNet: t.TempDir(), ClaimPoll: 50 * time.Millisecond,
+			DHCP: Options{Timeout: 100 * time.Millisecond, Retries: 1}})
+	}()
+	states := func() map[int]string {
+		got, err := ReadKeepState(state)
+		if err != nil {
+			return nil
+		}
+		m := map[int]string{}
+		for _, l := range got.Leases {
+			m[l.Family] = l.State
+		}
+		return m
+	}
+	waitFor(t, 10*time.Second, "the keeper standing aside for udhcpc's DHCPv4", func() bool {
+		return states()[4] == "stood aside for udhcpc"
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := states()[6]; strings.HasPrefix(got, "stood aside") {
+		t.Errorf("DHCPv6 on eth7: %q; udhcpc takes DHCPv4 only, the keeper must keep DHCPv6", got)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedinit/seedinit/netup/nstest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // serverLink makes a veth pair: "srv" with 192.0.2.1/24 for the server,
@@ -129,7 +131,7 @@ func TestAcquireDnsmasq(t *testing.T) {
 	}
 	dnsmasq, err := exec.LookPath("dnsmasq")
 	if err != nil {
-		t.Skip("dnsmasq is not installed (apt-get install dnsmasq-base)")
+		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
 	}
 	serverLink(t, "eth0")
 	nstest.Veth(t, "eth1", "deadend", "52:54:00:00:00:99")

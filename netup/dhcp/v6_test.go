@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/netup/nstest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // reply6 builds a DHCPv6 Reply with the given options.
@@ -223,10 +225,10 @@ func startDnsmasq6(t *testing.T, args ...string) {
 	t.Helper()
 	dnsmasq, err := exec.LookPath("dnsmasq")
 	if err != nil {
-		t.Skip("dnsmasq is not installed (apt-get install dnsmasq-base)")
+		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
 	}
 	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
-		t.Skip("this kernel has no IPv6")
+		testenv.Skip(t, "this kernel has no IPv6")
 	}
 	dir := t.TempDir()
 	base := []string{"--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -46,6 +48,12 @@ func sameMAC(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
 // is not skipped. applied gets each interface and what was done. It
 // returns when every one has come, or when ctx ends. Bonds, bridges and
 // VLANs over a NIC that comes late are not made.
+//
+// The watch outlives the socket it listens on: a burst of events while a
+// NIC is configured (its DHCP can take seconds) overflows the socket
+// (ENOBUFS) and ends the library's subscription, and a new one, which
+// lists the links there first, finds what came meanwhile. Nothing it
+// starts is left behind when it returns.
 func Hotplug(ctx context.Context, n *model.Network, opts Options, applied func(*model.Interface, *Result, error)) error {
 	var missing []*model.Interface
 	for _, iface := range n.Interfaces {
@@ -53,36 +61,81 @@ func Hotplug(ctx context.Context, n *model.Network, opts Options, applied func(*
 			missing = append(missing, iface)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
 	opts = opts.withDefaults()
-	updates := make(chan netlink.LinkUpdate, 16)
-	done := make(chan struct{})
-	defer close(done)
-	subscribeErr := make(chan error, 1)
-	// ListExisting: a NIC that came before the subscription is among the
-	// links listed first.
-	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
-		ListExisting: true,
-		ErrorCallback: func(err error) {
-			select {
-			case subscribeErr <- err:
-			default:
-			}
-		},
-	}); err != nil {
-		return fmt.Errorf("watch for new NICs: %w", err)
+	failures := 0
+	for len(missing) > 0 && ctx.Err() == nil {
+		var err error
+		missing, err = watchLinks(ctx, n, missing, opts, applied)
+		if err == nil {
+			failures = 0
+			continue
+		}
+		// The subscription ended (the socket overflowed, or could not be
+		// made): again, at once the first time, then waiting longer.
+		wait := min(100*time.Millisecond<<min(failures, 9), 30*time.Second)
+		failures++
+		opts.Log.Warn("watching for new NICs again", "after", err.Error(), "in", wait, "still_missing", len(missing))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
+	return nil
+}
+
+// linkEventBuffer is the socket's room for link events: a bus's probe
+// makes bursts. A variable for the tests, which make it overflow.
+var linkEventBuffer = 1 << 20
+
+// watchLinks runs one subscription to the kernel's link events (its
+// existing links listed first) and configures the NICs of missing as they
+// appear; it returns what is still missing when ctx ends, when every one
+// came (nil error), or when the subscription ended (its error). The
+// library's goroutine is waited for before it returns.
+func watchLinks(ctx context.Context, n *model.Network, missing []*model.Interface, opts Options, applied func(*model.Interface, *Result, error)) ([]*model.Interface, error) {
+	updates := make(chan netlink.LinkUpdate, 64)
+	done := make(chan struct{})
+	// The library's last word (its own goroutine calls this; the errors
+	// are of several types).
+	var mu sync.Mutex
+	var lastErr error
+	err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
+		ListExisting:           true,
+		ReceiveBufferSize:      linkEventBuffer,
+		ReceiveBufferForceSize: true,
+		ErrorCallback: func(err error) {
+			mu.Lock()
+			lastErr = err
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		close(done)
+		return missing, fmt.Errorf("watch for new NICs: %w", err)
+	}
+	defer func() {
+		// Closing done closes the socket, which ends the library's read;
+		// a send of it waiting for room ends as the channel is drained,
+		// until the library closes it.
+		close(done)
+		for range updates {
+		}
+	}()
 	for len(missing) > 0 {
 		select {
 		case <-ctx.Done():
-			return nil
-		case err := <-subscribeErr:
-			return fmt.Errorf("watch for new NICs: %w", err)
+			return missing, nil
 		case u, ok := <-updates:
 			if !ok {
-				return errors.New("watch for new NICs: the kernel's netlink socket closed")
+				mu.Lock()
+				why := lastErr
+				mu.Unlock()
+				if why == nil {
+					why = errors.New("the kernel's netlink socket closed")
+				}
+				return missing, fmt.Errorf("watch for new NICs: %w", why)
 			}
 			if u.Header.Type != unix.RTM_NEWLINK || u.Link == nil {
 				continue
@@ -100,7 +153,7 @@ func Hotplug(ctx context.Context, n *model.Network, opts Options, applied func(*
 			applied(iface, res, err)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // routesVia are the config's global routes whose gateway is on one of

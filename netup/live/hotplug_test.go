@@ -42,7 +42,7 @@ func TestHotplugIntoKeeper(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	more := make(chan *dhcp.KeepState, 2)
+	more := make(chan dhcp.KeepMore, 2)
 	hotplugDone := make(chan error, 1)
 	var applyErrs atomic.Int32
 	configured := make(chan string, 2)
@@ -57,7 +57,7 @@ func TestHotplugIntoKeeper(t *testing.T) {
 			}
 			if res != nil {
 				if st := dhcp.NewKeepState(res.Leases, res.Leases6); len(st.Leases) > 0 {
-					more <- st
+					more <- dhcp.KeepMore{State: st}
 				}
 			}
 		})

@@ -19,6 +19,8 @@ import (
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/nstest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // TestPrepareIPv6Plan runs in a namespace because SLAAC plans set the
@@ -81,7 +83,7 @@ func TestApplyIPv6Dnsmasq(t *testing.T) {
 	}
 	dnsmasq, err := exec.LookPath("dnsmasq")
 	if err != nil {
-		t.Skip("dnsmasq is not installed (apt-get install dnsmasq-base)")
+		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
 	}
 	nstest.Veth(t, "eth0", "srv", "52:54:00:00:06:01")
 	nstest.Veth(t, "eth1", "deadend", "52:54:00:00:06:02")

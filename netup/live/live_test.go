@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/nstest"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func linkState(t *testing.T, name string) (addrs, routes []string, mtu int, master string) {
@@ -200,7 +203,10 @@ func TestApplyBondVLANNamespace(t *testing.T) {
 	}
 	probe := netlink.NewLinkBond(netlink.LinkAttrs{Name: "probe0"})
 	if err := netlink.LinkAdd(probe); err != nil {
-		t.Skipf("this kernel cannot create bonds (no bonding driver): %v", err)
+		// A kernel the tests run on may lack the driver (these machines'
+		// containers do, and no package brings it); the e2e bond_vlan
+		// scenario builds the same bond and VLAN on Debian's kernel.
+		testenv.SkipOptional(t, fmt.Sprintf("this kernel cannot create bonds (no bonding driver), proven by the e2e bond_vlan scenario instead: %v", err))
 	}
 	netlink.LinkDel(probe)
 	nstest.Veth(t, "ens3", "peer0", "52:54:00:00:01:0a")
@@ -211,7 +217,7 @@ func TestApplyBondVLANNamespace(t *testing.T) {
 	}
 	if _, err := Apply(context.Background(), n, Options{}); err != nil {
 		if _, e := netlink.LinkByName("bond0.42"); e != nil {
-			t.Skipf("this kernel cannot create VLANs (no 8021q driver?): %v", err)
+			testenv.SkipOptional(t, fmt.Sprintf("this kernel cannot create VLANs (no 8021q driver?), proven by the e2e bond_vlan scenario instead: %v", err))
 		}
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/render"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // The datasource tests (EC2, Azure, Vultr, DigitalOcean) check our
@@ -53,10 +55,10 @@ func cloudInitPython(t testing.TB) string {
 	t.Helper()
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 not found")
+		testenv.Skip(t, "cloud-init oracle unavailable: /usr/bin/python3 not found")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit").Run(); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init package)")
+		testenv.Skip(t, "cloud-init oracle unavailable: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init package)")
 	}
 	return py
 }

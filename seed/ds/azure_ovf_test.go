@@ -19,6 +19,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed/shacrypt"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // azureOvfOracle runs cloud-init 22.4's read_azure_ovf on each file named
@@ -101,7 +103,7 @@ func ourOvfAnswer(t *testing.T, data []byte) ovfAnswer {
 func TestAzureOvfMatchesCloudInit(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import cloudinit.sources.DataSourceAzure").Run(); err != nil {
-		t.Skip("cloud-init oracle unavailable: cannot import cloudinit.sources.DataSourceAzure (install Debian's cloud-init package)")
+		testenv.Skip(t, "cloud-init oracle unavailable: cannot import cloudinit.sources.DataSourceAzure (install Debian's cloud-init package)")
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "azure", "ovf", "*.xml"))
 	if err != nil || len(files) < 10 {
@@ -301,7 +303,7 @@ func TestAzureOvfSearch(t *testing.T) {
 func TestRedactOvfPasswordMatchesCloudInit(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import cloudinit.sources.DataSourceAzure").Run(); err != nil {
-		t.Skip("cloud-init oracle unavailable: cannot import cloudinit.sources.DataSourceAzure (install Debian's cloud-init package)")
+		testenv.Skip(t, "cloud-init oracle unavailable: cannot import cloudinit.sources.DataSourceAzure (install Debian's cloud-init package)")
 	}
 	for _, name := range []string{"password.xml", "redacted.xml", "empty-values.xml", "keys-only-pps.xml"} {
 		t.Run(name, func(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 const azureGoalStateXML = `<?xml version="1.0" encoding="utf-8"?>
@@ -188,10 +190,10 @@ json.dump({"incarnation": goal.incarnation, "container": goal.container_id,
 func TestAzureReadyMatchesCloudInit(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle unavailable: /usr/bin/python3 not found")
+		testenv.Skip(t, "cloud-init oracle unavailable: /usr/bin/python3 not found")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit.sources.helpers.azure").Run(); err != nil {
-		t.Skip("cloud-init oracle unavailable: cannot import cloudinit (install Debian's cloud-init package)")
+		testenv.Skip(t, "cloud-init oracle unavailable: cannot import cloudinit (install Debian's cloud-init package)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -131,21 +131,33 @@ func (e *EarlyLabels) pass() {
 		if !ok {
 			continue
 		}
-		probe := probeLabel(filepath.Join(e.dev, name))
+		probe := readLabel(filepath.Join(e.dev, name))
 		e.mu.Lock()
 		e.seen[name] = earlyLabel{id: id, probe: probe, at: time.Now()}
 		e.mu.Unlock()
 	}
 }
 
-// Stop ends the polling and waits for the label being read, if any, so
-// that its answer is kept. It may be called more than once, and on nil.
+// earlyLabelsStopWait bounds Stop's wait for the label being read: a
+// read that takes longer is left to finish on its own (in PID 1 it runs
+// in a helper it abandons after devprobe.Bound), and the search reads
+// that device itself.
+const earlyLabelsStopWait = 2 * time.Second
+
+// Stop ends the polling and waits, at most earlyLabelsStopWait, for the
+// label being read, if any, so that its answer is kept. It may be called
+// more than once, and on nil.
 func (e *EarlyLabels) Stop() {
 	if e == nil {
 		return
 	}
 	e.stopOnce.Do(func() { close(e.stop) })
-	<-e.done
+	t := time.NewTimer(earlyLabelsStopWait)
+	defer t.Stop()
+	select {
+	case <-e.done:
+	case <-t.C:
+	}
 }
 
 // lookup is the sure answer read early for the device name when the

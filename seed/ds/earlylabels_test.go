@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seedinit/seedinit/internal/devprobe"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // fakeBlock is a /sys/class/block and a /dev of plain files.
@@ -182,4 +186,59 @@ func TestEarlyLabelsStopTwiceAndNil(t *testing.T) {
 	e := StartEarlyLabels(t.TempDir(), t.TempDir())
 	e.Stop()
 	e.Stop()
+}
+
+// A device whose read never returns held Stop, and with it PID 1's
+// search, for as long as the read: Stop must come back within its bound
+// and leave the read behind.
+func TestEarlyLabelsStopDoesNotWaitForAStalledDevice(t *testing.T) {
+	b := newFakeBlock(t)
+	b.add("sr0", "11:0", "2048", make([]byte, 64<<10))
+	reading := make(chan struct{})
+	probeLabelFunc = func(p string) labelProbe {
+		close(reading)
+		time.Sleep(time.Hour)
+		return labelProbe{}
+	}
+	t.Cleanup(func() { stallDevice("") })
+	e := StartEarlyLabels(b.sysBlock, b.dev)
+	<-reading
+	stopped := make(chan struct{})
+	go func() { e.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		// Not a timing claim: a Stop that waits for the read never ends.
+		t.Fatal("Stop still waits for a read that never returns")
+	}
+}
+
+// In PID 1 the search reads through helpers it abandons (devprobe): a
+// device whose read never returns costs the search devprobe.Bound, and
+// the seed on another device is still found.
+func TestSearchGoesOnWithoutAStalledDevice(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		testenv.Skipf(t, "no path to this test binary: %v", err)
+	}
+	b := newFakeBlock(t)
+	b.add("sr0", "11:0", "2048", make([]byte, 64<<10))
+	b.add("vdb", "253:16", "2048", labelled("cidata"))
+	t.Setenv(stalledEnv, "sr0") // for the helpers
+	var abandoned []any
+	devprobe.Enable(exe, func(msg string, args ...any) { abandoned = append(abandoned, args...) })
+	t.Cleanup(devprobe.Disable)
+	old := devprobe.Bound
+	devprobe.Bound = time.Second
+	t.Cleanup(func() { devprobe.Bound = old })
+	got := labels(t, &SysDevices{SysBlock: b.sysBlock, Dev: b.dev})
+	if len(got) != 1 || got["vdb"] != "cidata" {
+		t.Errorf("labels with sr0 stalled: %v, want vdb=cidata", got)
+	}
+	if len(abandoned) < 2 || abandoned[1] != "sr0" {
+		t.Errorf("the log heard %q, want sr0 abandoned", abandoned)
+	}
+	if s := devprobe.Stalled(); len(s) != 1 || s[0] != "sr0" {
+		t.Errorf("devices left out %q, want sr0", s)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // cloudInitPython returns /usr/bin/python3 when it can import cloudinit
@@ -19,7 +21,7 @@ func cloudInitPython(t *testing.T) string {
 	t.Helper()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import cloudinit").Run(); err != nil {
-		t.Skipf("cloud-init is not importable by %s (install Debian's cloud-init package): %v", python, err)
+		testenv.Skipf(t, "cloud-init is not importable by %s (install Debian's cloud-init package): %v", python, err)
 	}
 	return python
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/seed"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // fakeIMDS serves a path->body fixture the way EC2's IMDS does, with
@@ -372,7 +374,7 @@ func ec2MockBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("amazon-ec2-metadata-mock not built (run scripts/ec2-mock, or set SEEDINIT_EC2_MOCK): %v", err)
+		testenv.Skipf(t, "amazon-ec2-metadata-mock not built (run scripts/ec2-mock, or set SEEDINIT_EC2_MOCK): %v", err)
 	}
 	return p
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/devprobe"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -138,7 +139,7 @@ func (d *SysDevices) scan() ([]BlockDevice, error) {
 			}
 		}
 		if !early {
-			probe = probeLabel(filepath.Join(dev, name))
+			probe = readLabel(filepath.Join(dev, name))
 		}
 		if probe.found {
 			out = append(out, probe.bd)
@@ -173,6 +174,36 @@ const (
 	cdsTrayOpen      = 2
 	cdsDriveNotReady = 3
 )
+
+// labelAnswer is labelProbe as a device probe's answer.
+type labelAnswer struct {
+	Found, Sure         bool
+	Path, FSType, Label string
+}
+
+func init() {
+	devprobe.Handle("label", func(p string, opening func(string) bool) (any, error) {
+		if !opening(filepath.Base(p)) {
+			return labelAnswer{}, nil
+		}
+		l := probeLabelFunc(p)
+		return labelAnswer{Found: l.found, Sure: l.sure, Path: l.bd.Path, FSType: l.bd.FSType, Label: l.bd.Label}, nil
+	})
+}
+
+// probeLabelFunc is probeLabel; tests make it stall.
+var probeLabelFunc = probeLabel
+
+// readLabel is probeLabel where PID 1 can abandon it (internal/devprobe):
+// a device that does not answer is not sure, and is left out while its
+// read is stuck.
+func readLabel(p string) labelProbe {
+	var a labelAnswer
+	if err := devprobe.Call("label", p, &a); err != nil {
+		return labelProbe{}
+	}
+	return labelProbe{bd: BlockDevice{Path: a.Path, FSType: a.FSType, Label: a.Label}, found: a.Found, sure: a.Sure}
+}
 
 // probeLabel reads the filesystem label on the device p. It opens the
 // device as blkid does (O_NONBLOCK): a CD-ROM drive then opens without a

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // writeTree writes files (slash paths) under a new temporary directory.
@@ -29,7 +31,7 @@ func makeISO(t *testing.T, label string, files map[string]string, extraArgs ...s
 	t.Helper()
 	tool, err := exec.LookPath("genisoimage")
 	if err != nil {
-		t.Skip("genisoimage is not installed: cannot build ISO9660 fixtures")
+		testenv.Skip(t, "genisoimage is not installed: cannot build ISO9660 fixtures")
 	}
 	src := writeTree(t, files)
 	out := filepath.Join(t.TempDir(), "seed.iso")
@@ -47,11 +49,11 @@ func makeVFAT(t *testing.T, label string, sizeKiB string, fatBits string, files 
 	t.Helper()
 	mkfs, err := exec.LookPath("mkfs.vfat")
 	if err != nil {
-		t.Skip("mkfs.vfat (dosfstools) is not installed: cannot build FAT fixtures")
+		testenv.Skip(t, "mkfs.vfat (dosfstools) is not installed: cannot build FAT fixtures")
 	}
 	mcopy, err := exec.LookPath("mcopy")
 	if err != nil {
-		t.Skip("mcopy (mtools) is not installed: cannot fill FAT fixtures without mounting")
+		testenv.Skip(t, "mcopy (mtools) is not installed: cannot fill FAT fixtures without mounting")
 	}
 	img := filepath.Join(t.TempDir(), "seed.img")
 	args := []string{"-n", label, "-C", img, sizeKiB}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // oracleScript renders each case through cloud-init's own path: the
@@ -223,10 +225,10 @@ func findOracle(t *testing.T) string {
 	t.Helper()
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		t.Skip("no /usr/bin/python3: install Debian's cloud-init package to run the Jinja2 oracle")
+		testenv.Skip(t, "no /usr/bin/python3: install Debian's cloud-init package to run the Jinja2 oracle")
 	}
 	if err := exec.Command(python, "-c", "import cloudinit.templater, jinja2").Run(); err != nil {
-		t.Skipf("%s cannot import cloudinit and jinja2 (%v): install Debian's cloud-init package to run the Jinja2 oracle", python, err)
+		testenv.Skipf(t, "%s cannot import cloudinit and jinja2 (%v): install Debian's cloud-init package to run the Jinja2 oracle", python, err)
 	}
 	return python
 }

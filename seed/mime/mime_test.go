@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -98,10 +100,10 @@ print(json.dumps(out))
 func TestMakeMIMEAgainstCloudInit(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/python3 is not installed")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/python3 is not installed")
 	}
 	if err := exec.Command(py, "-c", "import cloudinit.user_data").Run(); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init)")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/python3 cannot import cloudinit (install Debian's cloud-init)")
 	}
 	msg, err := MakeMIME(sampleParts)
 	if err != nil {
@@ -136,7 +138,7 @@ func TestMakeMIMEAgainstCloudInit(t *testing.T) {
 // `cloud-init devel make-mime` once the random boundary is fixed.
 func TestMakeMIMEMatchesCloudInitBytes(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/cloud-init"); err != nil {
-		t.Skip("cloud-init oracle: /usr/bin/cloud-init is not installed")
+		testenv.Skip(t, "cloud-init oracle: /usr/bin/cloud-init is not installed")
 	}
 	dir := t.TempDir()
 	args := []string{"devel", "make-mime"}

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func TestFloat(t *testing.T) {
@@ -122,7 +124,7 @@ func TestReprDepthIsBounded(t *testing.T) {
 func TestAgainstPython(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("differential test needs CPython: /usr/bin/python3 is missing")
+		testenv.Skip(t, "differential test needs CPython: /usr/bin/python3 is missing")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var bits []string

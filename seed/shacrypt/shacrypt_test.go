@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // Test vectors from Ulrich Drepper's "Unix crypt using SHA-256 and SHA-512".
@@ -70,7 +72,7 @@ func TestSHA256CryptSpecVectors(t *testing.T) {
 func TestSHA512CryptMatchesOpenSSL(t *testing.T) {
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
-		t.Skip("openssl is not installed: no external SHA-512 crypt to compare with")
+		testenv.Skip(t, "openssl is not installed: no external SHA-512 crypt to compare with")
 	}
 	cases := []struct{ password, salt string }{
 		{"p", "s"},
@@ -86,7 +88,7 @@ func TestSHA512CryptMatchesOpenSSL(t *testing.T) {
 			var out bytes.Buffer
 			cmd.Stdout = &out
 			if err := cmd.Run(); err != nil {
-				t.Skipf("openssl passwd -6 failed (%v): too old an openssl", err)
+				testenv.Skipf(t, "openssl passwd -6 failed (%v): too old an openssl", err)
 			}
 			want := strings.TrimSpace(out.String())
 			if got := SHA512Crypt(c.password, c.salt, 0); got != want {
@@ -101,7 +103,7 @@ func TestSHA512CryptMatchesOpenSSL(t *testing.T) {
 func TestSHA512CryptMatchesPythonCrypt(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-W", "ignore", "-c", "import crypt").Run(); err != nil {
-		t.Skipf("%s cannot import crypt (%v): no oracle to compare with", python, err)
+		testenv.Skipf(t, "%s cannot import crypt (%v): no oracle to compare with", python, err)
 	}
 	cases := []struct{ password, setting string }{
 		{"secret", "$6$rounds=1000$abcdefgh"},

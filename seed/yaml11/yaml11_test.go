@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 func TestLoadScalars(t *testing.T) {
@@ -243,10 +245,10 @@ var pyyamlCases = []string{
 func TestAgainstPyYAML(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("skipping the comparison with PyYAML: %s not found (install python3-yaml)", python)
+		testenv.Skipf(t, "skipping the comparison with PyYAML: %s not found (install python3-yaml)", python)
 	}
 	if out, err := exec.Command(python, "-c", "import yaml").CombinedOutput(); err != nil {
-		t.Skipf("skipping the comparison with PyYAML: %s cannot import yaml (install python3-yaml): %v\n%s", python, err, out)
+		testenv.Skipf(t, "skipping the comparison with PyYAML: %s cannot import yaml (install python3-yaml): %v\n%s", python, err, out)
 	}
 	in, err := json.Marshal(pyyamlCases)
 	if err != nil {

@@ -26,6 +26,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // lockPath serializes loop-device tests across the packages go test runs
@@ -47,13 +49,13 @@ var (
 func NeedLoop(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for loop devices")
+		testenv.Skip(t, "needs root for loop devices")
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skipf("loop devices are unavailable: %v", err)
+		testenv.Skipf(t, "loop devices are unavailable: %v", err)
 	}
 	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skip("losetup (util-linux) is not installed")
+		testenv.Skip(t, "losetup (util-linux) is not installed")
 	}
 }
 
@@ -69,7 +71,7 @@ func AttachLoop(t testing.TB, img string) string {
 	t.Cleanup(unlock)
 	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 	if err != nil {
-		t.Skipf("cannot attach a loop device: %v: %s", err, out)
+		testenv.Skipf(t, "cannot attach a loop device: %v: %s", err, out)
 	}
 	loop := strings.TrimSpace(string(out))
 	t.Cleanup(func() {

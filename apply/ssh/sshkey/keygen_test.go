@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "regenerate testdata/ with ssh-keygen")
@@ -27,7 +29,7 @@ func requireSSHKeygen(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("ssh-keygen")
 	if err != nil {
-		t.Skip("ssh-keygen not installed; the cross-check against OpenSSH needs it")
+		testenv.Skip(t, "ssh-keygen not installed; the cross-check against OpenSSH needs it")
 	}
 	return p
 }
