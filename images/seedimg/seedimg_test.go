@@ -404,7 +404,12 @@ func TestBuildMountLoop(t *testing.T) {
 			out, err := exec.Command("mount", "-t", fsType, "-o", "loop,ro", img, mnt).CombinedOutput()
 			if err != nil {
 				if strings.Contains(string(out), "unknown filesystem type") {
-					testenv.Skipf(t, "this kernel cannot mount %s (%s); isoinfo/mtools and cloud-init's readers check the image instead", fsType, strings.TrimSpace(string(out)))
+					// A kernel feature of the machine, not an install step:
+					// these machines' containers have no iso9660 or vfat
+					// driver. The image is checked by isoinfo, mtools, blkid
+					// and cloud-init's readers above, and read by seedinit's
+					// own reader in the e2e boots.
+					testenv.SkipOptional(t, fmt.Sprintf("this kernel cannot mount %s (%s); isoinfo/mtools and cloud-init's readers check the image instead", fsType, strings.TrimSpace(string(out))))
 				}
 				t.Fatalf("mount %s: %v\n%s", img, err, out)
 			}

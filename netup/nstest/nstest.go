@@ -92,10 +92,22 @@ func Veth(t *testing.T, name, peer, mac string) netlink.Link {
 		t.Fatalf("add veth %s/%s: %v", name, peer, err)
 	}
 	got, err := netlink.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		return got
 	}
-	return got
+	// The code under test may have renamed it by its MAC already (the
+	// lease keeper's hotplug does, as soon as the link appears).
+	links, lerr := netlink.LinkList()
+	if lerr != nil {
+		t.Fatalf("find veth %s: %v; list links: %v", name, err, lerr)
+	}
+	for _, l := range links {
+		if l.Type() == "veth" && l.Attrs().HardwareAddr.String() == hw.String() {
+			return l
+		}
+	}
+	t.Fatalf("find veth %s (%s): %v", name, mac, err)
+	return nil
 }
 
 // WaitUp waits until every named link (set up by the test) has carrier and
