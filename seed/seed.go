@@ -37,6 +37,11 @@ type Seed struct {
 	// ovf-env.xml, password redacted, for when the provisioning disc is
 	// gone). The stages write them; secrets are out before they get here.
 	Keep []KeptFile
+	// Files are files the seed's publisher injects into the target,
+	// written at their paths once per instance (OpenStack's "files" in
+	// meta_data.json, personality files): content of the seed like the
+	// user-data, which a manifest covers by path and digest.
+	Files []InjectedFile
 	// NetworkConfig is the raw network configuration and NetworkFormat its
 	// kind: "v1", "v2" (cloud-init YAML), "network_data.json", "eni", "".
 	NetworkConfig []byte
@@ -140,6 +145,16 @@ func (s *Seed) SetMeta(m Meta) {
 	if m.CloudName != "" {
 		s.CloudName = m.CloudName
 	}
+}
+
+// InjectedFile is a file the seed hands the target.
+type InjectedFile struct {
+	// Path is where it goes, absolute in the target.
+	Path string
+	// Content is its bytes as served.
+	Content []byte
+	// Where names the file or URL it was read from, for messages.
+	Where string
 }
 
 // KeptFile is a file a datasource leaves in the target.

@@ -318,10 +318,63 @@ func Decide(s *seed.Seed, a Anchor, f Facts) (*seed.Seed, *Decision) {
 		}
 		d.Parts = append(d.Parts, fd)
 	}
+	d.Parts = append(d.Parts, fileFindings(s, best, a.Policy, signed)...)
 	if a.Policy == Require {
 		return applied, d
 	}
 	return s, d
+}
+
+// fileFindings says, for each file the seed injects, whether the
+// manifest covers it (its path listed with the digest of what was
+// served), and names each file the manifest lists that no source served.
+func fileFindings(s *seed.Seed, best *candidate, policy Policy, signed string) []Finding {
+	var out []Finding
+	served := map[string]bool{}
+	for _, f := range s.Files {
+		served[f.Path] = true
+		fd := Finding{Part: "file " + f.Path}
+		if why := fileNotCovered(s, best, f); why == "" {
+			fd.Verdict, fd.Detail = Trusted, signed
+		} else if policy == Require {
+			fd.Verdict, fd.Detail = NotApplied, why
+		} else {
+			fd.Verdict, fd.Detail = Unverified, why
+		}
+		out = append(out, fd)
+	}
+	if best == nil || policy != Require {
+		return out
+	}
+	var missing []string
+	for p := range best.manifest.Files {
+		if !served[p] {
+			missing = append(missing, p)
+		}
+	}
+	sort.Strings(missing)
+	for _, p := range missing {
+		out = append(out, Finding{Part: "file " + p, Verdict: NotApplied, Detail: "the manifest lists it, and no source served it"})
+	}
+	return out
+}
+
+// fileNotCovered says why best does not cover f, "" when it does.
+func fileNotCovered(s *seed.Seed, best *candidate, f seed.InjectedFile) string {
+	switch {
+	case best == nil && len(s.Manifests) > 0:
+		return "no trusted seed manifest (see the problems)"
+	case best == nil:
+		return "no seed manifest (" + seed.ManifestFile + ") was served"
+	}
+	digest, listed := best.manifest.Files[f.Path]
+	switch {
+	case !listed:
+		return "not in the manifest"
+	case sha256.Sum256(f.Content) != digest:
+		return fmt.Sprintf("the file served (%s) is not the signed one: the manifest lists %s", f.Where, shortDigest(digest))
+	}
+	return ""
 }
 
 // choose checks each served manifest and returns the one to go by, nil
@@ -439,6 +492,11 @@ func cover(s *seed.Seed, m *Manifest) coverage {
 			c.missing[part] = fmt.Sprintf("the manifest lists %s %s, and no source served it", part, shortDigest(digest))
 		}
 	}
+	for p, digest := range m.Files {
+		if !slices.ContainsFunc(s.Files, func(f seed.InjectedFile) bool { return f.Path == p && sha256.Sum256(f.Content) == digest }) {
+			c.missing["file "+p] = "the manifest lists it, and no source served it"
+		}
+	}
 	return c
 }
 
@@ -492,6 +550,11 @@ func build(s *seed.Seed, best *candidate) (*seed.Seed, map[string]string) {
 	}
 	if doc := docs["network-config"]; doc != nil {
 		out.NetworkConfig, out.NetworkFormat = doc.Content, doc.Format
+	}
+	for _, f := range s.Files {
+		if fileNotCovered(s, best, f) == "" {
+			out.Files = append(out.Files, f)
+		}
 	}
 	return out, why
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 //	signed-at 2026-11-28T07:00:00Z
 //	part meta-data sha256:<64 hex digits>
 //	part user-data sha256:<64 hex digits>
+//	file /etc/fortinet/license.lic sha256:<64 hex digits>
 //	system-uuid 4c4c4544-0042-3510-8052-b3c04f4d4e32
 //	mac 52:54:00:12:34:56
 //	instance-id iid-waf-0001
@@ -31,7 +33,10 @@ import (
 //	not-after 2026-12-28T00:00:00Z
 //
 // One field a line, "NAME VALUE", in this order of kinds or any other;
-// parts at most once each, at least one; signed-at once; the bindings
+// parts at most once each; files (content the seed writes into the
+// target at a path: OpenStack's injected files) at most once per path,
+// the path absolute and clean, spaces allowed, the digest last; at least
+// one part or file; signed-at once; the bindings
 // (system-uuid, mac, instance-id) as often as there are instances the
 // seed is for, any of which may take it; the window's ends at most once.
 // A line the parser does not know is an error, never skipped: a field a
@@ -51,6 +56,9 @@ type Manifest struct {
 	SignedAt time.Time
 	// Parts are the digests of the parts the seed applies, by role.
 	Parts map[string][sha256.Size]byte
+	// Files are the digests of the files the seed writes into the
+	// target, by their path there.
+	Files map[string][sha256.Size]byte
 	// The instances the seed is for: each kind given must match this
 	// machine by one of its values; a kind not given binds nothing.
 	SystemUUIDs []string
@@ -79,6 +87,14 @@ func (m *Manifest) Marshal() []byte {
 		if d, ok := m.Parts[part]; ok {
 			fmt.Fprintf(&b, "part %s %s\n", part, formatDigest(d))
 		}
+	}
+	paths := make([]string, 0, len(m.Files))
+	for p := range m.Files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(&b, "file %s %s\n", p, formatDigest(m.Files[p]))
 	}
 	for _, u := range m.SystemUUIDs {
 		fmt.Fprintf(&b, "system-uuid %s\n", u)
@@ -111,7 +127,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if lines[0] != manifestHeader {
 		return nil, fmt.Errorf("line 1: %q, want %q", clip(lines[0]), manifestHeader)
 	}
-	m := &Manifest{Parts: map[string][sha256.Size]byte{}}
+	m := &Manifest{Parts: map[string][sha256.Size]byte{}, Files: map[string][sha256.Size]byte{}}
 	seen := map[string]bool{}
 	for i, line := range lines[1:] {
 		n := i + 2
@@ -151,6 +167,23 @@ func ParseManifest(b []byte) (*Manifest, error) {
 				return nil, fmt.Errorf("line %d: part %s: %w", n, part, err)
 			}
 			m.Parts[part] = d
+		case "file":
+			i := strings.LastIndexByte(value, ' ')
+			if i < 0 {
+				return nil, fmt.Errorf("line %d: file %q: want a path and a digest", n, clip(value))
+			}
+			p, digest := value[:i], value[i+1:]
+			if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+				return nil, fmt.Errorf("line %d: file %q: want an absolute, clean path", n, clip(p))
+			}
+			if _, dup := m.Files[p]; dup {
+				return nil, fmt.Errorf("line %d: file %s given twice", n, clip(p))
+			}
+			d, err := parseDigest(digest)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: file %s: %w", n, clip(p), err)
+			}
+			m.Files[p] = d
 		case "system-uuid":
 			u, err := NormalizeSystemUUID(value)
 			if err != nil {
@@ -172,7 +205,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if !seen["signed-at"] {
 		return nil, errors.New("no signed-at")
 	}
-	if len(m.Parts) == 0 {
+	if len(m.Parts)+len(m.Files) == 0 {
 		return nil, errors.New("lists no part")
 	}
 	if !m.NotBefore.IsZero() && !m.NotAfter.IsZero() && m.NotAfter.Before(m.NotBefore) {
