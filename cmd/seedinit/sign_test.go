@@ -19,6 +19,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -396,5 +397,69 @@ func TestApplyRequireFetchesNoInclude(t *testing.T) {
 	run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network")
 	if _, err := os.Stat(filepath.Join(root, "etc/included")); err != nil || hits.Load() != 1 {
 		t.Errorf("off: %v, %d fetches", err, hits.Load())
+	}
+}
+
+// A config drive that injects a license file, built and signed with
+// seed build --file --sign-key, reads back with the file covered: under
+// require it is written. seed sign over the drive's tree lists the same
+// file; with its content changed after signing, require leaves it out.
+func TestSeedBuildInjectedFilesSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, lic := filepath.Join(dir, "meta-data"), filepath.Join(dir, "license.lic")
+	os.WriteFile(md, []byte("instance-id: i-lic\n"), 0o644)
+	os.WriteFile(lic, []byte("-----BEGIN FGT VM LICENSE-----\n"), 0o600)
+	decide := func(t *testing.T, env *ds.Env) (*seed.Seed, *trust.Decision) {
+		t.Helper()
+		res, err := ds.DetectStage(context.Background(), env, 0, ds.StageLocal)
+		if err != nil || res.Seed == nil {
+			t.Fatalf("read the seed back: %v", err)
+		}
+		return trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+	}
+	for _, format := range []string{"iso", "vfat"} {
+		img := filepath.Join(dir, "cd."+format)
+		if code, out, stderr := run(t, "seed", "build", "--kind", "configdrive", "--format", format, "--meta-data", md,
+			"--file", lic+":/etc/fortinet/license.lic", "--sign-key", key, "-o", img); code != exitOK {
+			t.Fatalf("seed build: %d %s%s", code, out, stderr)
+		}
+		got, d := decide(t, &ds.Env{Devices: ds.FileDevices{"/dev/sr0": img}})
+		if d.Refused() || len(got.Files) != 1 || got.Files[0].Path != "/etc/fortinet/license.lic" {
+			t.Errorf("%s: files %v; %+v", format, got.Files, d.Parts)
+		}
+	}
+	if code, _, stderr := run(t, "seed", "build", "--kind", "configdrive", "--meta-data", md, "--file", lic, "-o", filepath.Join(dir, "x.iso")); code == exitOK || !strings.Contains(stderr, "SRC:/PATH") {
+		t.Errorf("--file without a path: %d %s", code, stderr)
+	}
+
+	// seed sign over a config drive's tree, then the content changed.
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "openstack/latest"), 0o755)
+	os.MkdirAll(filepath.Join(tree, "openstack/content"), 0o755)
+	os.WriteFile(filepath.Join(tree, "openstack/latest/meta_data.json"), []byte(`{"uuid": "i-tree", "files": [{"path": "/etc/lic", "content_path": "/content/0000"}]}`), 0o644)
+	os.WriteFile(filepath.Join(tree, "openstack/content/0000"), []byte("L"), 0o644)
+	code, out, stderr := run(t, "seed", "sign", "--key", key, tree)
+	if code != exitOK || !strings.Contains(out, "meta-data file /etc/lic") {
+		t.Fatalf("seed sign: %d %s%s", code, out, stderr)
+	}
+	readTree := func() (*seed.Seed, *trust.Decision) {
+		img := filepath.Join(dir, "tree.iso")
+		if err := exec.Command("genisoimage", "-quiet", "-o", img, "-V", "config-2", "-J", "-r", tree).Run(); err != nil {
+			t.Skipf("genisoimage: %v", err)
+		}
+		return decide(t, &ds.Env{Devices: ds.FileDevices{"/dev/sr0": img}})
+	}
+	if got, d := readTree(); d.Refused() || len(got.Files) != 1 {
+		t.Errorf("signed tree: %v %+v", got.Files, d.Parts)
+	}
+	os.WriteFile(filepath.Join(tree, "openstack/content/0000"), []byte("L, changed"), 0o644)
+	if got, d := readTree(); !d.Refused() || len(got.Files) != 0 {
+		t.Errorf("changed after signing: %v %+v", got.Files, d.Parts)
 	}
 }

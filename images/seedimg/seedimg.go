@@ -81,19 +81,34 @@ type Options struct {
 	// drive it must be an OpenStack network_data.json.
 	NetworkConfig []byte
 
+	// Files are files the seed injects into the target (a config drive
+	// only), laid out as Nova lays out personality files: the content in
+	// openstack/content/NNNN, named with its path in meta_data.json's
+	// "files".
+	Files []seed.InjectedFile
+
 	// Sign, when set, signs the seed (seedinit seed build --sign-key): it
-	// is given the parts by role (seed.PartNames) as the image holds them,
-	// and returns the manifest and its signature, which go beside them
-	// (seed.ManifestFile and seed.ManifestSignatureFile; on a config drive
-	// in each openstack/VERSION/, over its meta_data.json, user_data and
-	// network_data.json).
-	Sign func(parts map[string][]byte) (manifest, signature []byte, err error)
+	// is given what the image holds that a reader applies (SignInput),
+	// and returns the manifest and its signature, which go beside the
+	// parts (seed.ManifestFile and seed.ManifestSignatureFile; on a
+	// config drive in each openstack/VERSION/, over its meta_data.json,
+	// user_data and network_data.json, and the injected files).
+	Sign func(in SignInput) (manifest, signature []byte, err error)
 
 	// Label overrides the filesystem label (cidata, config-2).
 	Label string
 	// Size is the FAT image size in bytes; 0 picks one (64 MiB for a
 	// config drive, as Nova does; the smallest comfortable FAT16 for NoCloud).
 	Size int64
+}
+
+// SignInput is what a signed seed's manifest lists.
+type SignInput struct {
+	// Parts are the seed's parts by role (seed.PartNames), as the image
+	// holds them.
+	Parts map[string][]byte
+	// Files are the injected files' content by their path in the target.
+	Files map[string][]byte
 }
 
 // ReadFiles fills the data fields from files; an empty name leaves its
@@ -157,6 +172,9 @@ func Layout(o Options) (map[string][]byte, error) {
 	var roles map[string]string
 	switch o.Kind {
 	case NoCloud:
+		if len(o.Files) > 0 {
+			return nil, errors.New("lay out seed image: injected files are a config drive's (--kind configdrive)")
+		}
 		files, err = noCloudLayout(o)
 		roles = map[string]string{}
 		for _, p := range seed.PartNames {
@@ -183,8 +201,12 @@ func Layout(o Options) (map[string][]byte, error) {
 		}
 		dirs[dir][role] = content
 	}
+	injected := map[string][]byte{}
+	for _, f := range o.Files {
+		injected[path.Clean("/"+f.Path)] = f.Content
+	}
 	for dir, parts := range dirs {
-		manifest, sig, err := o.Sign(parts)
+		manifest, sig, err := o.Sign(SignInput{Parts: parts, Files: injected})
 		if err != nil {
 			return nil, fmt.Errorf("sign the seed in %s: %w", dir, err)
 		}
@@ -242,6 +264,23 @@ func configDriveLayout(o Options) (map[string][]byte, error) {
 		for _, ver := range openStackVersions {
 			files[path.Join("openstack", ver, name)] = b
 		}
+	}
+	if len(o.Files) > 0 {
+		if _, given := osmd["files"]; given {
+			errs = append(errs, errors.New("lay out config drive: the meta-data has files of its own beside the injected files given"))
+		}
+		var list []any
+		for i, f := range o.Files {
+			if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
+				errs = append(errs, fmt.Errorf("lay out config drive: injected file %q: want an absolute, clean path", f.Path))
+				continue
+			}
+			// Nova's names: four hex digits below openstack/content/.
+			name := fmt.Sprintf("content/%04x", i)
+			files[path.Join("openstack", name)] = f.Content
+			list = append(list, map[string]any{"path": f.Path, "content_path": "/" + name})
+		}
+		osmd["files"] = list
 	}
 	put("meta_data.json", osmd)
 	if o.UserData != nil {

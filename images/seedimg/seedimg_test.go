@@ -595,10 +595,13 @@ func TestBuildFATPassesFsck(t *testing.T) {
 // reader takes, by role, and its signature; Nova's ec2/ copies and
 // vendor_data.json are no part of it.
 func TestLayoutSigned(t *testing.T) {
-	sign := func(parts map[string][]byte) ([]byte, []byte, error) {
+	sign := func(in SignInput) ([]byte, []byte, error) {
 		var roles []string
-		for r, c := range parts {
+		for r, c := range in.Parts {
 			roles = append(roles, r+"="+string(c))
+		}
+		for p, c := range in.Files {
+			roles = append(roles, "file "+p+"="+string(c))
 		}
 		sort.Strings(roles)
 		return []byte(strings.Join(roles, ";")), []byte("SIG"), nil
@@ -623,6 +626,51 @@ func TestLayoutSigned(t *testing.T) {
 	for name := range cd {
 		if strings.HasPrefix(name, "ec2/") && strings.Contains(name, "seed-manifest") {
 			t.Errorf("%s signed", name)
+		}
+	}
+}
+
+// Injected files on a config drive are laid out as Nova lays them out
+// (openstack/content/NNNN, named in meta_data.json's files), and a signed
+// drive's manifest lists them by path.
+func TestLayoutInjectedFiles(t *testing.T) {
+	var signed []string
+	sign := func(in SignInput) ([]byte, []byte, error) {
+		for p, c := range in.Files {
+			signed = append(signed, p+"="+string(c))
+		}
+		return []byte("M"), []byte("S"), nil
+	}
+	o := Options{Kind: ConfigDrive, MetaData: []byte("instance-id: a\n"), Sign: sign,
+		Files: []seed.InjectedFile{{Path: "/etc/fortinet/license.lic", Content: []byte("L")}, {Path: "/etc/motd", Content: []byte("hi")}}}
+	files, err := Layout(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(files["openstack/content/0000"]) != "L" || string(files["openstack/content/0001"]) != "hi" {
+		t.Errorf("content: %q", files)
+	}
+	var md struct {
+		Files []map[string]string `json:"files"`
+	}
+	if err := json.Unmarshal(files["openstack/latest/meta_data.json"], &md); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}, {"path": "/etc/motd", "content_path": "/content/0001"}}
+	if diff := cmp.Diff(want, md.Files); diff != "" {
+		t.Errorf("meta_data.json files (-want +got):\n%s", diff)
+	}
+	sort.Strings(signed)
+	if got := strings.Join(signed, ","); got != "/etc/fortinet/license.lic=L,/etc/fortinet/license.lic=L,/etc/motd=hi,/etc/motd=hi" {
+		t.Errorf("signed files (one manifest per version): %s", got)
+	}
+	for _, bad := range []Options{
+		{Kind: NoCloud, Files: o.Files},
+		{Kind: ConfigDrive, MetaData: []byte("instance-id: a\n"), Files: []seed.InjectedFile{{Path: "etc/x"}}},
+		{Kind: ConfigDrive, MetaData: []byte("instance-id: a\nfiles: []\n"), Files: o.Files},
+	} {
+		if _, err := Layout(bad); err == nil {
+			t.Errorf("Layout(%+v) made an image", bad)
 		}
 	}
 }
