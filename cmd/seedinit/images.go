@@ -105,11 +105,11 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		return runSeedSign(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--file SRC:/PATH]... [--sign-key KEY [BINDINGS]] -o OUT\n       seedinit seed sign --key KEY [BINDINGS] DIR\n  BINDINGS: [--system-uuid U]... [--mac M]... [--instance-id ID]... [--not-before T] [--not-after T | --valid-for D]")
+		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive|ovf --format iso|vfat|xml --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--file SRC:/PATH]... [--sign-key KEY [BINDINGS]] -o OUT\n       seedinit seed sign --key KEY [BINDINGS] DIR\n  BINDINGS: [--system-uuid U]... [--mac M]... [--instance-id ID]... [--not-before T] [--not-after T | --valid-for D]")
 	}
 	fs := flag.NewFlagSet("seedinit seed build", flag.ContinueOnError)
-	kind := fs.String("kind", "nocloud", "nocloud (label cidata) or configdrive (label config-2)")
-	format := fs.String("format", "iso", "iso or vfat")
+	kind := fs.String("kind", "nocloud", "nocloud (label cidata), configdrive (label config-2) or ovf (an OVF environment, ovf-env.xml, label OVFENV)")
+	format := fs.String("format", "iso", "iso or vfat; xml for the OVF environment alone (--kind ovf)")
 	userData := fs.String("user-data", "", "user-data file")
 	metaData := fs.String("meta-data", "", "meta-data file (YAML or JSON)")
 	netConfig := fs.String("network-config", "", "network config file (network_data.json for a config drive)")

@@ -463,3 +463,40 @@ func TestSeedBuildInjectedFilesSigned(t *testing.T) {
 		t.Errorf("changed after signing: %v %+v", got.Files, d.Parts)
 	}
 }
+
+// seed build --kind ovf --sign-key: an OVF environment disc whose
+// properties carry the manifest; found on the CD-ROM by its content and
+// let through whole under require. The XML alone (--format xml) reads
+// back as a seed directory.
+func TestSeedBuildOVFSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, ud, nc := filepath.Join(dir, "meta-data"), filepath.Join(dir, "user-data"), filepath.Join(dir, "network-config")
+	os.WriteFile(md, []byte("instance-id: i-ovf\nlocal-hostname: ovf-signed\npublic-keys: [ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOvf admin]\n"), 0o644)
+	os.WriteFile(ud, []byte("#cloud-config\nruncmd: [true]\n"), 0o644)
+	os.WriteFile(nc, []byte("version: 2\nethernets: {ens192: {dhcp4: true}}\n"), 0o644)
+	img := filepath.Join(dir, "ovf.iso")
+	if code, out, stderr := run(t, "seed", "build", "--kind", "ovf", "--meta-data", md, "--user-data", ud, "--network-config", nc, "--sign-key", key, "--valid-for", "1h", "-o", img); code != exitOK {
+		t.Fatalf("seed build: %d %s%s", code, out, stderr)
+	}
+	res, err := ds.DetectStage(context.Background(), &ds.Env{Devices: ds.FileDevices{"/dev/sr0": img}}, 0, ds.StageLocal)
+	if err != nil || res.Seed == nil || res.Datasource != "OVF" {
+		t.Fatalf("read the seed back: %v %+v", err, res)
+	}
+	got, d := trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+	if d.Refused() || got.LocalHostname != "ovf-signed" || string(got.UserData) != "#cloud-config\nruncmd: [true]\n" || got.NetworkFormat != "v2" || len(got.PublicKeys) != 1 {
+		t.Errorf("%+v\n%+v", got, d.Parts)
+	}
+	xmlOut := filepath.Join(dir, "ovf-env.xml")
+	if code, out, stderr := run(t, "seed", "build", "--kind", "ovf", "--format", "xml", "--meta-data", md, "-o", xmlOut); code != exitOK {
+		t.Fatalf("seed build --format xml: %d %s%s", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(xmlOut); !bytes.Contains(b, []byte(`oe:key="hostname" oe:value="ovf-signed"`)) {
+		t.Errorf("ovf-env.xml:\n%s", b)
+	}
+}

@@ -41,7 +41,12 @@ func Build(out string, o Options) error {
 	os.Remove(tmpName)
 	defer os.Remove(tmpName)
 
+	if o.Kind == OVF && o.Format == VFAT || o.Kind != OVF && o.Format == XML {
+		return fmt.Errorf("build seed image %s: an OVF environment is an ISO9660 disc or its XML alone; --format xml is for --kind ovf", out)
+	}
 	switch o.Format {
+	case XML:
+		err = os.WriteFile(tmpName, files["ovf-env.xml"], 0o600)
 	case ISO:
 		err = buildISO(tmpName, o.label(), files)
 	case VFAT:

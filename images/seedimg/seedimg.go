@@ -26,6 +26,9 @@ type Kind string
 const (
 	NoCloud     Kind = "nocloud"
 	ConfigDrive Kind = "configdrive"
+	// OVF is an OVF environment (ovf-env.xml) on an ISO9660 disc, as
+	// vSphere's ISO transport attaches it.
+	OVF Kind = "ovf"
 )
 
 // Format is the image's filesystem.
@@ -35,6 +38,9 @@ type Format string
 const (
 	ISO  Format = "iso"
 	VFAT Format = "vfat"
+	// XML is the OVF environment document alone, for a seed directory
+	// (/var/lib/cloud/seed/ovf) or to read the properties for vCenter.
+	XML Format = "xml"
 )
 
 // ParseKind reads a --kind value.
@@ -44,8 +50,10 @@ func ParseKind(s string) (Kind, error) {
 		return NoCloud, nil
 	case "configdrive", "config-drive", "config-2", "openstack":
 		return ConfigDrive, nil
+	case "ovf", "vmware", "ovf-env":
+		return OVF, nil
 	}
-	return "", fmt.Errorf("parse --kind %q: want nocloud or configdrive", s)
+	return "", fmt.Errorf("parse --kind %q: want nocloud, configdrive or ovf", s)
 }
 
 // ParseFormat reads a --format value.
@@ -55,8 +63,10 @@ func ParseFormat(s string) (Format, error) {
 		return ISO, nil
 	case "vfat", "fat", "fat16", "fat32":
 		return VFAT, nil
+	case "xml":
+		return XML, nil
 	}
-	return "", fmt.Errorf("parse --format %q: want iso or vfat", s)
+	return "", fmt.Errorf("parse --format %q: want iso, vfat or xml", s)
 }
 
 // Options describe one seed image. A nil field is a file the image does
@@ -145,8 +155,11 @@ func (o Options) label() string {
 	if o.Label != "" {
 		return o.Label
 	}
-	if o.Kind == ConfigDrive {
+	switch o.Kind {
+	case ConfigDrive:
 		return "config-2"
+	case OVF:
+		return ovfLabel
 	}
 	return "cidata"
 }
@@ -183,6 +196,9 @@ func Layout(o Options) (map[string][]byte, error) {
 	case ConfigDrive:
 		files, err = configDriveLayout(o)
 		roles = map[string]string{"meta_data.json": "meta-data", "user_data": "user-data", "network_data.json": "network-config"}
+	case OVF:
+		// Signed as it is laid out: the manifest is in the document.
+		return ovfLayout(o)
 	default:
 		return nil, fmt.Errorf("lay out seed image: unknown kind %q", o.Kind)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds"
 )
 
 const (
@@ -672,5 +673,52 @@ func TestLayoutInjectedFiles(t *testing.T) {
 		if _, err := Layout(bad); err == nil {
 			t.Errorf("Layout(%+v) made an image", bad)
 		}
+	}
+}
+
+// An OVF environment holds the seed as the vApp properties cloud-init's
+// OVF datasource reads, and reads back as the parts given; signed, its
+// manifest covers the parts as the datasource reads them.
+func TestLayoutOVF(t *testing.T) {
+	var signed map[string][]byte
+	o := Options{Kind: OVF, MetaData: []byte(noCloudMeta), UserData: []byte(userData), NetworkConfig: []byte(networkConfig),
+		Sign: func(in SignInput) ([]byte, []byte, error) {
+			signed = in.Parts
+			return []byte("M\n"), []byte("S\n"), nil
+		}}
+	files, err := Layout(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := files["ovf-env.xml"]
+	if len(files) != 1 || !bytes.Contains(doc, []byte(`oe:key="hostname" oe:value="waf-01.example.com"`)) ||
+		!bytes.Contains(doc, []byte(`oe:key="public-keys" oe:value="ssh-ed25519 AAAAC3Nza admin@laptop&#10;ssh-rsa AAAAB3Nza ops@bastion"`)) {
+		t.Errorf("ovf-env.xml:\n%s", doc)
+	}
+	parts, err := ds.OVFParts(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(parts["user-data"]) != userData || !strings.Contains(string(parts["network-config"]), `"network":{"ethernets"`) ||
+		string(parts["meta-data"]) != `{"instance-id":"i-0123","local-hostname":"waf-01.example.com","public-keys":"ssh-ed25519 AAAAC3Nza admin@laptop\nssh-rsa AAAAB3Nza ops@bastion"}`+"\n" {
+		t.Errorf("parts read back: %q", parts)
+	}
+	if diff := cmp.Diff(stringMap(parts), stringMap(signed)); diff != "" {
+		t.Errorf("signed parts are not the parts read back (-read +signed):\n%s", diff)
+	}
+	if !bytes.Contains(doc, []byte(`oe:key="seedinit.seed-manifest" oe:value="TQo="`)) || !bytes.Contains(doc, []byte(`oe:key="seedinit.seed-manifest.sig" oe:value="Uwo="`)) {
+		t.Errorf("manifest properties:\n%s", doc)
+	}
+	for _, bad := range []Options{
+		{Kind: OVF, MetaData: []byte("instance-id: a\navailability-zone: z\n")},
+		{Kind: OVF, VendorData: []byte("#cloud-config\n")},
+		{Kind: OVF, NetworkConfig: []byte("- a\n")},
+	} {
+		if _, err := Layout(bad); err == nil {
+			t.Errorf("Layout(%+v) made an image", bad)
+		}
+	}
+	if err := Build(filepath.Join(t.TempDir(), "x.img"), Options{Kind: OVF, Format: VFAT}); err == nil {
+		t.Error("a FAT OVF disc was built")
 	}
 }
