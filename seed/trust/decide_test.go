@@ -735,3 +735,53 @@ func TestDecideInjectedFiles(t *testing.T) {
 		}
 	})
 }
+
+// A bootstrap tree is content of the seed: under require a file of it is
+// copied only when the manifest lists its path with the digest of what
+// was served, and then with the mode and owner the manifest gives, not
+// the medium's (an attacker who rewrites the disk could make a signed
+// file world-writable, or another user's).
+func TestDecideBootstrapTree(t *testing.T) {
+	priv, keys := newKey(t)
+	m := Manifest{Bootstrap: map[string]BootstrapFile{
+		"config/init-cfg.txt": {Digest: Digest([]byte("cfg")), Mode: 0o640, UID: 0, GID: 993},
+		"license/authcodes":   {Digest: Digest([]byte("lic")), Mode: 0o600},
+	}}
+	sp := signedParts{parts: operator, bind: m}
+	tree := func(extra ...seed.BootstrapFile) *seed.Seed {
+		s := newSeed()
+		noCloudSource(t, s, "/seed", operator)
+		s.Bootstrap = append([]seed.BootstrapFile{
+			{Path: "config", Dir: true, Mode: 0o755, UID: -1, GID: -1},
+			{Path: "config/init-cfg.txt", Content: []byte("cfg"), Mode: 0o666, UID: 1000, GID: 1000, Where: "/dev/sr0/bootstrap/config/init-cfg.txt"},
+			{Path: "license/authcodes", Content: []byte("lic"), Mode: 0o644, UID: -1, GID: -1},
+		}, extra...)
+		s.Manifests = []seed.SignedManifest{manifestFor(t, priv, sp, "m")}
+		return s
+	}
+	got, d := Decide(tree(), Anchor{Policy: Require, Keys: keys}, facts)
+	v := verdicts(d)["bootstrap tree"]
+	if !strings.HasPrefix(v, "trusted: 2 files, signed by") || len(got.Bootstrap) != 2 {
+		t.Fatalf("%q; applied %+v", v, got.Bootstrap)
+	}
+	for _, f := range got.Bootstrap {
+		want := m.Bootstrap[f.Path]
+		if f.Mode != want.Mode || f.UID != want.UID || f.GID != want.GID {
+			t.Errorf("%s applied %o %d:%d, want the manifest's %o %d:%d", f.Path, f.Mode, f.UID, f.GID, want.Mode, want.UID, want.GID)
+		}
+	}
+	// An added file, a changed one: left out, and said.
+	s := tree(seed.BootstrapFile{Path: "config/bootstrap.xml", Content: []byte("<evil/>"), Mode: 0o644, UID: -1, GID: -1})
+	s.Bootstrap[1].Content = []byte("cfg, changed")
+	got, d = Decide(s, Anchor{Policy: Require, Keys: keys}, facts)
+	v = verdicts(d)["bootstrap tree"]
+	if !strings.HasPrefix(v, NotApplied) || !strings.Contains(v, "config/bootstrap.xml") || !strings.Contains(v, "config/init-cfg.txt") || len(got.Bootstrap) != 1 || got.Bootstrap[0].Path != "license/authcodes" {
+		t.Errorf("%q; applied %+v", v, got.Bootstrap)
+	}
+	// Under warn everything is copied as the medium has it, and require's
+	// refusal is a warning.
+	got, d = Decide(s, Anchor{Policy: Warn, Keys: keys}, facts)
+	if v := verdicts(d)["bootstrap tree"]; !strings.HasPrefix(v, Unverified) || len(got.Bootstrap) != 4 || got.Bootstrap[1].Mode != 0o666 {
+		t.Errorf("warn: %q; %+v", v, got.Bootstrap)
+	}
+}
