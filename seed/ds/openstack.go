@@ -559,6 +559,9 @@ func (c configDrive) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 			continue
 		}
 		s, err := readConfigDrive(ctx, fsys, dev.Path)
+		if err == nil {
+			s.Bootstrap, err = readBootstrap(env, fsys, dev.Path)
+		}
 		done()
 		if err != nil {
 			errs = append(errs, err)
