@@ -121,7 +121,15 @@ func signManifest(priv ed25519.PrivateKey, m *trust.Manifest, in seedimg.SignInp
 	for p, content := range in.Files {
 		mm.Files[p] = trust.Digest(content)
 	}
-	if len(mm.Parts)+len(mm.Files) == 0 {
+	mm.Bootstrap = map[string]trust.BootstrapFile{}
+	for _, f := range in.Bootstrap {
+		if f.Dir {
+			continue
+		}
+		uid, gid := max(f.UID, 0), max(f.GID, 0)
+		mm.Bootstrap[f.Path] = trust.BootstrapFile{Digest: trust.Digest(f.Content), Mode: f.Mode & 0o777, UID: uid, GID: gid}
+	}
+	if len(mm.Parts)+len(mm.Files)+len(mm.Bootstrap) == 0 {
 		return nil, nil, errors.New("no part to sign")
 	}
 	body := mm.Marshal()
@@ -167,6 +175,12 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 		for _, f := range d.files {
 			files[f.Path] = f.Content
 		}
+		var tree []seed.BootstrapFile
+		if d.bootstrap != "" {
+			if tree, err = seedimg.ReadBootstrapDir(d.bootstrap); err != nil {
+				return fail(stderr, "seed sign: %v", err)
+			}
+		}
 		for file, role := range d.roles {
 			b, err := os.ReadFile(filepath.Join(d.dir, file))
 			if errors.Is(err, iofs.ErrNotExist) {
@@ -177,10 +191,10 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 			}
 			parts[role] = b
 		}
-		if len(parts)+len(files) == 0 {
+		if len(parts)+len(files)+len(tree) == 0 {
 			continue
 		}
-		body, sig, err := signManifest(priv, m, seedimg.SignInput{Parts: parts, Files: files})
+		body, sig, err := signManifest(priv, m, seedimg.SignInput{Parts: parts, Files: files, Bootstrap: tree})
 		if err != nil {
 			return fail(stderr, "seed sign: %s: %v", d.dir, err)
 		}
@@ -202,6 +216,9 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 		for _, f := range d.files {
 			roles = append(roles, "file "+f.Path)
 		}
+		if n := countTreeFiles(tree); n > 0 {
+			roles = append(roles, fmt.Sprintf("bootstrap (%d files)", n))
+		}
 		fmt.Fprintf(stdout, "%s: %s\n", filepath.Join(d.dir, seed.ManifestFile), strings.Join(roles, " "))
 	}
 	return exitOK
@@ -214,6 +231,27 @@ type signDir struct {
 	dir   string
 	roles map[string]string
 	files []seed.InjectedFile
+	// bootstrap is the seed's bootstrap tree, "" when it has none.
+	bootstrap string
+}
+
+func countTreeFiles(tree []seed.BootstrapFile) int {
+	n := 0
+	for _, f := range tree {
+		if !f.Dir {
+			n++
+		}
+	}
+	return n
+}
+
+// bootstrapIn is dir's bootstrap tree, "" when it has none.
+func bootstrapIn(dir string) string {
+	p := filepath.Join(dir, ds.BootstrapDir)
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return p
+	}
+	return ""
 }
 
 // seedDirsToSign finds the seed's part directories under dir: dir itself
@@ -227,7 +265,7 @@ func seedDirsToSign(dir string) ([]signDir, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, signDir{dir: filepath.Dir(v), roles: configDriveRoles, files: files})
+			out = append(out, signDir{dir: filepath.Dir(v), roles: configDriveRoles, files: files, bootstrap: bootstrapIn(dir)})
 		}
 		return out, nil
 	}
@@ -242,5 +280,5 @@ func seedDirsToSign(dir string) ([]signDir, error) {
 	if !found {
 		return nil, fmt.Errorf("%s has none of %s, nor openstack/VERSION/meta_data.json", dir, strings.Join(seed.PartNames, ", "))
 	}
-	return []signDir{{dir: dir, roles: roles}}, nil
+	return []signDir{{dir: dir, roles: roles, bootstrap: bootstrapIn(dir)}}, nil
 }

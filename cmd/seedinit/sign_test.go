@@ -500,3 +500,66 @@ func TestSeedBuildOVFSigned(t *testing.T) {
 		t.Errorf("ovf-env.xml:\n%s", b)
 	}
 }
+
+// seed build --bootstrap --sign-key: the tree lands on the disk with its
+// modes (and owners, built as root), the manifest lists each file with
+// them, and under require the tree reads back whole; seed sign over a
+// directory with a bootstrap/ lists it too.
+func TestSeedBuildBootstrapSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "config"), 0o750)
+	os.MkdirAll(filepath.Join(tree, "license"), 0o700)
+	os.WriteFile(filepath.Join(tree, "config/init-cfg.txt"), []byte("type=dhcp-client\n"), 0o640)
+	os.WriteFile(filepath.Join(tree, "license/authcodes"), []byte("I1234567"), 0o600)
+	if os.Geteuid() == 0 {
+		os.Chown(filepath.Join(tree, "config/init-cfg.txt"), 0, 993)
+	}
+	md := filepath.Join(dir, "meta-data")
+	os.WriteFile(md, []byte("instance-id: i-boot\n"), 0o644)
+	for _, kind := range []string{"nocloud", "configdrive"} {
+		img := filepath.Join(dir, kind+".iso")
+		if code, out, stderr := run(t, "seed", "build", "--kind", kind, "--meta-data", md, "--bootstrap", tree, "--sign-key", key, "-o", img); code != exitOK {
+			t.Fatalf("seed build: %d %s%s", code, out, stderr)
+		}
+		res, err := ds.DetectStage(context.Background(), &ds.Env{Devices: ds.FileDevices{"/dev/vdb": img}}, 0, ds.StageLocal)
+		if err != nil || res.Seed == nil {
+			t.Fatalf("%s: read back: %v", kind, err)
+		}
+		got, d := trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+		byPath := map[string]seed.BootstrapFile{}
+		for _, f := range got.Bootstrap {
+			byPath[f.Path] = f
+		}
+		cfg := byPath["config/init-cfg.txt"]
+		if d.Refused() || len(got.Bootstrap) != 2 || cfg.Mode != 0o640 || os.Geteuid() == 0 && cfg.GID != 993 || string(byPath["license/authcodes"].Content) != "I1234567" {
+			t.Errorf("%s: %+v\n%+v", kind, got.Bootstrap, d.Parts)
+		}
+		// Off: the medium's own modes and owners.
+		for _, f := range res.Seed.Bootstrap {
+			if f.Path == "config/init-cfg.txt" && (f.Mode != 0o640 || os.Geteuid() == 0 && f.GID != 993) {
+				t.Errorf("%s: on the disk %o %d:%d", kind, f.Mode, f.UID, f.GID)
+			}
+		}
+	}
+	seedDir := filepath.Join(dir, "seed")
+	os.MkdirAll(seedDir, 0o755)
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: i\n"), 0o644)
+	if err := exec.Command("cp", "-a", tree, filepath.Join(seedDir, "bootstrap")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir)
+	if code != exitOK || !strings.Contains(out, "bootstrap (2 files)") {
+		t.Fatalf("seed sign: %d %s%s", code, out, stderr)
+	}
+	body, _ := os.ReadFile(filepath.Join(seedDir, "seed-manifest"))
+	if !strings.Contains(string(body), "bootstrap license/authcodes 0600 ") {
+		t.Errorf("manifest:\n%s", body)
+	}
+}

@@ -96,6 +96,10 @@ type Options struct {
 	// openstack/content/NNNN, named with its path in meta_data.json's
 	// "files".
 	Files []seed.InjectedFile
+	// Bootstrap is a tree for the image's own first-boot agent, laid out
+	// below bootstrap/ (a NoCloud disk or a config drive), each file and
+	// directory with its mode and owner on an ISO (Rock Ridge).
+	Bootstrap []seed.BootstrapFile
 
 	// Sign, when set, signs the seed (seedinit seed build --sign-key): it
 	// is given what the image holds that a reader applies (SignInput),
@@ -119,6 +123,8 @@ type SignInput struct {
 	Parts map[string][]byte
 	// Files are the injected files' content by their path in the target.
 	Files map[string][]byte
+	// Bootstrap are the bootstrap tree's files (not its directories).
+	Bootstrap []seed.BootstrapFile
 }
 
 // ReadFiles fills the data fields from files; an empty name leaves its
@@ -197,18 +203,32 @@ func Layout(o Options) (map[string][]byte, error) {
 		files, err = configDriveLayout(o)
 		roles = map[string]string{"meta_data.json": "meta-data", "user_data": "user-data", "network_data.json": "network-config"}
 	case OVF:
+		if len(o.Bootstrap) > 0 {
+			return nil, errors.New("lay out OVF environment: a bootstrap tree goes on a NoCloud disk or a config drive")
+		}
 		// Signed as it is laid out: the manifest is in the document.
 		return ovfLayout(o)
 	default:
 		return nil, fmt.Errorf("lay out seed image: unknown kind %q", o.Kind)
 	}
-	if err != nil || o.Sign == nil {
+	if err != nil {
 		return files, err
+	}
+	for _, f := range o.Bootstrap {
+		if f.Path == "" || path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.HasPrefix(f.Path, "../") || f.Path == ".." {
+			return nil, fmt.Errorf("lay out seed image: bootstrap path %q: want a relative, clean path", f.Path)
+		}
+		if !f.Dir {
+			files[path.Join(bootstrapDir, f.Path)] = f.Content
+		}
+	}
+	if o.Sign == nil {
+		return files, nil
 	}
 	dirs := map[string]map[string][]byte{}
 	for name, content := range files {
 		role, ok := roles[path.Base(name)]
-		if !ok || strings.HasPrefix(name, "ec2/") {
+		if !ok || strings.HasPrefix(name, "ec2/") || strings.HasPrefix(name, bootstrapDir+"/") {
 			continue
 		}
 		dir := path.Dir(name)
@@ -221,8 +241,14 @@ func Layout(o Options) (map[string][]byte, error) {
 	for _, f := range o.Files {
 		injected[path.Clean("/"+f.Path)] = f.Content
 	}
+	var tree []seed.BootstrapFile
+	for _, f := range o.Bootstrap {
+		if !f.Dir {
+			tree = append(tree, f)
+		}
+	}
 	for dir, parts := range dirs {
-		manifest, sig, err := o.Sign(SignInput{Parts: parts, Files: injected})
+		manifest, sig, err := o.Sign(SignInput{Parts: parts, Files: injected, Bootstrap: tree})
 		if err != nil {
 			return nil, fmt.Errorf("sign the seed in %s: %w", dir, err)
 		}
