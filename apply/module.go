@@ -213,7 +213,7 @@ func Registered() []string {
 var moduleOrder = map[Stage][]string{
 	// The local stage writes the network configuration for the OS before
 	// its network comes up, as cloud-init's init-local does.
-	StageLocal: {"network"},
+	StageLocal: {"injected_files", "bootstrap_tree", "network"},
 	StageNetwork: {
 		"consume_data", "seed_random", "bootcmd", "write_files", "growpart", "resizefs",
 		"disk_setup", "mounts", "set_hostname", "update_hostname",

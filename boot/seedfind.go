@@ -66,6 +66,9 @@ func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
 			return sd, nil
 		}
 	}
+	if p.networkFromKernelUp(ctx, env) {
+		return p.searchNetworkSources(ctx, env)
+	}
 	haveNetwork := false
 	p.Timeline.Do("ephemeral network (DHCP)", func() error {
 		dctx, cancel := context.WithTimeout(ctx, dhcpBudget)
@@ -153,6 +156,10 @@ func (p *PID1) searchOverLinkLocal(ctx context.Context, env *ds.Env) *seed.Seed 
 // for images that have no network service of their own to read the files
 // the network module renders. Failures are logged; the boot goes on.
 func (p *PID1) applyNetworkLive(s *seed.Seed) error {
+	s, up := p.withKernelNetwork(s)
+	if up {
+		return nil
+	}
 	kind, ok := netup.KindForFormat(s.NetworkFormat)
 	// EC2's metadata asks for DHCP on each NIC, which the ephemeral
 	// network has done. DigitalOcean's public addresses are static: a

@@ -37,6 +37,16 @@ type Seed struct {
 	// ovf-env.xml, password redacted, for when the provisioning disc is
 	// gone). The stages write them; secrets are out before they get here.
 	Keep []KeptFile
+	// Files are files the seed's publisher injects into the target,
+	// written at their paths once per instance (OpenStack's "files" in
+	// meta_data.json, personality files): content of the seed like the
+	// user-data, which a manifest covers by path and digest.
+	Files []InjectedFile
+	// Bootstrap is a tree the seed medium carries for the image's own
+	// first-boot agent (bootstrap/ on a cidata or config-2 disk: a
+	// vendor's config/, license/, content/), copied unchanged below the
+	// directory the image names, once per instance.
+	Bootstrap []BootstrapFile
 	// NetworkConfig is the raw network configuration and NetworkFormat its
 	// kind: "v1", "v2" (cloud-init YAML), "network_data.json", "eni", "".
 	NetworkConfig []byte
@@ -140,6 +150,31 @@ func (s *Seed) SetMeta(m Meta) {
 	if m.CloudName != "" {
 		s.CloudName = m.CloudName
 	}
+}
+
+// InjectedFile is a file the seed hands the target.
+type InjectedFile struct {
+	// Path is where it goes, absolute in the target.
+	Path string
+	// Content is its bytes as served.
+	Content []byte
+	// Where names the file or URL it was read from, for messages.
+	Where string
+}
+
+// BootstrapFile is one file or directory of a bootstrap tree.
+type BootstrapFile struct {
+	// Path is slash-separated, clean, relative to the tree.
+	Path string
+	Dir  bool
+	// Content is a file's bytes as the medium holds them.
+	Content []byte
+	// Mode is the permission bits the medium gives (0644 and 0755 when it
+	// gives none, as FAT); UID and GID its owner, -1 for none (root's).
+	Mode     uint32
+	UID, GID int
+	// Where names the medium, for messages.
+	Where string
 }
 
 // KeptFile is a file a datasource leaves in the target.

@@ -14,6 +14,7 @@ import (
 	_ "github.com/seedinit/seedinit/apply/packages"
 	_ "github.com/seedinit/seedinit/apply/rsyslog"
 	_ "github.com/seedinit/seedinit/apply/scripts"
+	_ "github.com/seedinit/seedinit/apply/seedfiles"
 	_ "github.com/seedinit/seedinit/apply/ssh"
 	_ "github.com/seedinit/seedinit/apply/system"
 	_ "github.com/seedinit/seedinit/apply/users"

@@ -61,7 +61,11 @@ func run(ctx context.Context, env *apply.Env) error {
 	if sysErr != nil {
 		env.Warn("read system network config: %v", sysErr)
 	}
-	if disabled(system) || disabled(env.Config["network"]) {
+	kernel := kernelConfig(env)
+	if kernel != nil && kernel.disabled {
+		return apply.Skip("network configuration is disabled by network-config=disabled on the kernel command line")
+	}
+	if kernel == nil && (disabled(system) || disabled(env.Config["network"])) {
 		return apply.Skip("network configuration is disabled (network: {config: disabled})")
 	}
 
@@ -83,7 +87,10 @@ func run(ctx context.Context, env *apply.Env) error {
 	var n *model.Network
 	var parseErr error
 	var source string
-	if m, ok := system.(map[string]any); ok && m["version"] != nil {
+	if kernel != nil {
+		source = kernel.source
+		n, parseErr = netup.Parse(kernel.raw, kernel.kind, macs)
+	} else if m, ok := system.(map[string]any); ok && m["version"] != nil {
 		// cloud-init's order for most datasources: a network config in
 		// the system config (cloud.cfg, cloud.cfg.d) wins over the
 		// datasource's.

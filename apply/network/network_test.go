@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -368,5 +369,60 @@ func TestFallbackSkipsUnsafeNames(t *testing.T) {
 	got := fallbackConfig([]link.NIC{{Name: "a'b", MAC: "52:54:00:00:00:01", Type: 1}, {Name: "ens3", MAC: "52:54:00:00:00:03", Type: 1}})
 	if !strings.Contains(string(got), "set-name: ens3") {
 		t.Errorf("fallback skipped the good NIC too: %s", got)
+	}
+}
+
+// The kernel command line's network comes first, in cloud-init's order:
+// ip= (the initramfs's configuration) over the system config and the
+// datasource's, network-config= over ip=, network-config=disabled over
+// everything; only on the running system.
+func TestKernelCommandLineWins(t *testing.T) {
+	sys := t.TempDir()
+	os.MkdirAll(filepath.Join(sys, "eth0"), 0o755)
+	os.WriteFile(filepath.Join(sys, "eth0", "address"), []byte("52:54:00:00:00:01\n"), 0o644)
+	os.WriteFile(filepath.Join(sys, "eth0", "type"), []byte("1\n"), 0o644)
+	oldSys, oldCmdline := sysClassNet, procCmdline
+	sysClassNet, procCmdline = sys, filepath.Join(t.TempDir(), "cmdline")
+	defer func() { sysClassNet, procCmdline = oldSys, oldCmdline }()
+	v2 := "version: 2\nethernets: {eth0: {addresses: [10.5.0.5/24]}}\n"
+	for _, tc := range []struct {
+		name, cmdline string
+		live          bool
+		want, lacks   string
+		skipped       bool
+	}{
+		{name: "ip= static", cmdline: "root=/dev/vda1 ip=10.77.0.50::10.77.0.1:255.255.255.0::eth0:none nameserver=10.77.0.1", live: true, want: "address 10.77.0.50/24", lacks: "dhcp"},
+		{name: "network-config= over ip=", cmdline: "ip=dhcp network-config=" + base64.StdEncoding.EncodeToString([]byte(v2)), live: true, want: "address 10.5.0.5/24", lacks: "10.77"},
+		{name: "disabled", cmdline: "network-config=disabled", live: true, skipped: true},
+		{name: "not the running system: the datasource's", cmdline: "ip=10.77.0.50::10.77.0.1:24::eth0:none", live: false, want: "10.99.0.9", lacks: "10.77"},
+		{name: "nothing on the command line: the system config", cmdline: "root=/dev/vda1", live: true, want: "dhcp", lacks: "10.77"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(procCmdline, []byte(tc.cmdline+"\n"), 0o644)
+			dir := t.TempDir()
+			mkdirs(t, dir, "etc/network/interfaces", "sbin/resolvconf")
+			if tc.live {
+				os.MkdirAll(filepath.Join(dir, "etc/cloud"), 0o755)
+				os.WriteFile(filepath.Join(dir, "etc/cloud/cloud.cfg"), []byte("network:\n  version: 2\n  ethernets:\n    eth0:\n      dhcp4: true\n"), 0o644)
+			}
+			env := applytest.NewEnvAt(t, dir, nil)
+			env.Sys.IsLive = tc.live
+			env.Seed.NetworkConfig = []byte("version: 2\nethernets: {eth0: {addresses: [10.99.0.9/24]}}\n")
+			env.Seed.NetworkFormat = "v2"
+			err := run(context.Background(), env.Env)
+			if tc.skipped {
+				if !errors.Is(err, apply.ErrSkipped) {
+					t.Fatalf("run = %v, want skipped", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, "etc/network/interfaces.d/50-cloud-init"))
+			if !strings.Contains(string(got), tc.want) || strings.Contains(string(got), tc.lacks) {
+				t.Errorf("ENI wants %q, lacks %q:\n%s", tc.want, tc.lacks, got)
+			}
+		})
 	}
 }

@@ -56,7 +56,7 @@ func InstanceData(root *target.Root, s *seed.Seed, merged map[string]any, versio
 	return map[string]any{
 		"_beta_keys":          []any{"subplatform"},
 		"base64_encoded_keys": []any{},
-		"sensitive_keys":      []any{"merged_cfg", "security-credentials"},
+		"sensitive_keys":      []any{"merged_cfg", "security-credentials", "admin_pass"},
 		"v1":                  v1,
 		"ds":                  map[string]any{"meta_data": md},
 		"merged_cfg":          merged,
@@ -65,7 +65,10 @@ func InstanceData(root *target.Root, s *seed.Seed, merged map[string]any, versio
 }
 
 // Redacted is the instance data readable by everyone: sensitive keys are
-// replaced as cloud-init does in instance-data.json.
+// replaced as cloud-init does in instance-data.json. Beyond cloud-init
+// 22.4's keys, admin_pass: Nova's admin password, in meta_data.json on a
+// config drive and from the metadata service, which cloud-init 22.4 left
+// for every user to read.
 func Redacted(data map[string]any) map[string]any {
 	sensitive := map[string]bool{}
 	if keys, ok := data["sensitive_keys"].([]any); ok {

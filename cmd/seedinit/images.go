@@ -15,6 +15,7 @@ import (
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -104,16 +105,19 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		return runSeedSign(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "build" {
-		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive --format iso|vfat --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--sign-key KEY [BINDINGS]] -o OUT\n       seedinit seed sign --key KEY [BINDINGS] DIR\n  BINDINGS: [--system-uuid U]... [--mac M]... [--instance-id ID]... [--not-before T] [--not-after T | --valid-for D]")
+		return fail(stderr, "seed: usage: seedinit seed build --kind nocloud|configdrive|ovf --format iso|vfat|xml --meta-data F [--user-data F] [--network-config F] [--vendor-data F] [--file SRC:/PATH]... [--bootstrap DIR] [--sign-key KEY [BINDINGS]] -o OUT\n       seedinit seed sign --key KEY [BINDINGS] DIR\n  BINDINGS: [--system-uuid U]... [--mac M]... [--instance-id ID]... [--not-before T] [--not-after T | --valid-for D]")
 	}
 	fs := flag.NewFlagSet("seedinit seed build", flag.ContinueOnError)
-	kind := fs.String("kind", "nocloud", "nocloud (label cidata) or configdrive (label config-2)")
-	format := fs.String("format", "iso", "iso or vfat")
+	kind := fs.String("kind", "nocloud", "nocloud (label cidata), configdrive (label config-2) or ovf (an OVF environment, ovf-env.xml, label OVFENV)")
+	format := fs.String("format", "iso", "iso or vfat; xml for the OVF environment alone (--kind ovf)")
 	userData := fs.String("user-data", "", "user-data file")
 	metaData := fs.String("meta-data", "", "meta-data file (YAML or JSON)")
 	netConfig := fs.String("network-config", "", "network config file (network_data.json for a config drive)")
 	vendorData := fs.String("vendor-data", "", "vendor-data file")
 	label := fs.String("label", "", "volume label (default: cidata or config-2)")
+	bootstrapTree := fs.String("bootstrap", "", "a directory to carry as the seed's bootstrap tree (bootstrap/ on the disk), its files' modes and owners kept (owners when built as root)")
+	var injected stringList
+	fs.Var(&injected, "file", "inject a file into the target (config drive only): SRC:PATH, the local file SRC written at PATH on the instance's first boot (repeatable)")
 	signKey := fs.String("sign-key", "", "sign the seed with this Ed25519 private key: a seed-manifest and its seed-manifest.sig beside the parts (see seedinit seed sign)")
 	bind := manifestFlags(fs)
 	outFile := fs.String("o", "", "output image")
@@ -135,6 +139,22 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "seed build: %v", err)
 	}
 	o.Label = *label
+	for _, spec := range injected {
+		i := strings.LastIndexByte(spec, ':')
+		if i <= 0 || !strings.HasPrefix(spec[i+1:], "/") {
+			return fail(stderr, "seed build: --file %q: want SRC:/PATH", spec)
+		}
+		b, err := os.ReadFile(spec[:i])
+		if err != nil {
+			return fail(stderr, "seed build: --file: %v", err)
+		}
+		o.Files = append(o.Files, seed.InjectedFile{Path: spec[i+1:], Content: b})
+	}
+	if *bootstrapTree != "" {
+		if o.Bootstrap, err = seedimg.ReadBootstrapDir(*bootstrapTree); err != nil {
+			return fail(stderr, "seed build: %v", err)
+		}
+	}
 	if *signKey != "" {
 		priv, err := readSigningKey(*signKey)
 		if err != nil {
@@ -144,7 +164,7 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "seed build: %v", err)
 		}
-		o.Sign = func(parts map[string][]byte) ([]byte, []byte, error) { return signManifest(priv, m, parts) }
+		o.Sign = func(in seedimg.SignInput) ([]byte, []byte, error) { return signManifest(priv, m, in) }
 	} else if bind.given() {
 		return fail(stderr, "seed build: the bindings (--system-uuid, --mac, --instance-id, --not-before, --not-after, --valid-for) are for --sign-key")
 	}

@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seedinit/seedinit/images/seedimg"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -107,15 +109,27 @@ func parseValidity(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// signManifest fills m's parts from parts (by role), and returns the
-// manifest and its signature.
-func signManifest(priv ed25519.PrivateKey, m *trust.Manifest, parts map[string][]byte) ([]byte, []byte, error) {
+// signManifest fills m's parts (by role) and files (by path in the
+// target) from in, and returns the manifest and its signature.
+func signManifest(priv ed25519.PrivateKey, m *trust.Manifest, in seedimg.SignInput) ([]byte, []byte, error) {
 	mm := *m
 	mm.Parts = map[string][32]byte{}
-	for role, content := range parts {
+	for role, content := range in.Parts {
 		mm.Parts[role] = trust.Digest(content)
 	}
-	if len(mm.Parts) == 0 {
+	mm.Files = map[string][32]byte{}
+	for p, content := range in.Files {
+		mm.Files[p] = trust.Digest(content)
+	}
+	mm.Bootstrap = map[string]trust.BootstrapFile{}
+	for _, f := range in.Bootstrap {
+		if f.Dir {
+			continue
+		}
+		uid, gid := max(f.UID, 0), max(f.GID, 0)
+		mm.Bootstrap[f.Path] = trust.BootstrapFile{Digest: trust.Digest(f.Content), Mode: f.Mode & 0o777, UID: uid, GID: gid}
+	}
+	if len(mm.Parts)+len(mm.Files)+len(mm.Bootstrap) == 0 {
 		return nil, nil, errors.New("no part to sign")
 	}
 	body := mm.Marshal()
@@ -157,7 +171,16 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "seed sign: %v", err)
 	}
 	for _, d := range dirs {
-		parts := map[string][]byte{}
+		parts, files := map[string][]byte{}, map[string][]byte{}
+		for _, f := range d.files {
+			files[f.Path] = f.Content
+		}
+		var tree []seed.BootstrapFile
+		if d.bootstrap != "" {
+			if tree, err = seedimg.ReadBootstrapDir(d.bootstrap); err != nil {
+				return fail(stderr, "seed sign: %v", err)
+			}
+		}
 		for file, role := range d.roles {
 			b, err := os.ReadFile(filepath.Join(d.dir, file))
 			if errors.Is(err, iofs.ErrNotExist) {
@@ -168,10 +191,10 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 			}
 			parts[role] = b
 		}
-		if len(parts) == 0 {
+		if len(parts)+len(files)+len(tree) == 0 {
 			continue
 		}
-		body, sig, err := signManifest(priv, m, parts)
+		body, sig, err := signManifest(priv, m, seedimg.SignInput{Parts: parts, Files: files, Bootstrap: tree})
 		if err != nil {
 			return fail(stderr, "seed sign: %s: %v", d.dir, err)
 		}
@@ -190,15 +213,45 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 			roles = append(roles, r)
 		}
 		sort.Strings(roles)
+		for _, f := range d.files {
+			roles = append(roles, "file "+f.Path)
+		}
+		if n := countTreeFiles(tree); n > 0 {
+			roles = append(roles, fmt.Sprintf("bootstrap (%d files)", n))
+		}
 		fmt.Fprintf(stdout, "%s: %s\n", filepath.Join(d.dir, seed.ManifestFile), strings.Join(roles, " "))
 	}
 	return exitOK
 }
 
-// signDir is a directory of seed parts and the roles of its files.
+// signDir is a directory of seed parts and the roles of its files, and
+// the files the seed injects (a config drive's meta_data.json names
+// them).
 type signDir struct {
 	dir   string
 	roles map[string]string
+	files []seed.InjectedFile
+	// bootstrap is the seed's bootstrap tree, "" when it has none.
+	bootstrap string
+}
+
+func countTreeFiles(tree []seed.BootstrapFile) int {
+	n := 0
+	for _, f := range tree {
+		if !f.Dir {
+			n++
+		}
+	}
+	return n
+}
+
+// bootstrapIn is dir's bootstrap tree, "" when it has none.
+func bootstrapIn(dir string) string {
+	p := filepath.Join(dir, ds.BootstrapDir)
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return p
+	}
+	return ""
 }
 
 // seedDirsToSign finds the seed's part directories under dir: dir itself
@@ -208,7 +261,11 @@ func seedDirsToSign(dir string) ([]signDir, error) {
 	if len(versions) > 0 {
 		var out []signDir
 		for _, v := range versions {
-			out = append(out, signDir{dir: filepath.Dir(v), roles: configDriveRoles})
+			files, err := ds.InjectedFilesIn(dir, filepath.Base(filepath.Dir(v)))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, signDir{dir: filepath.Dir(v), roles: configDriveRoles, files: files, bootstrap: bootstrapIn(dir)})
 		}
 		return out, nil
 	}
@@ -223,5 +280,5 @@ func seedDirsToSign(dir string) ([]signDir, error) {
 	if !found {
 		return nil, fmt.Errorf("%s has none of %s, nor openstack/VERSION/meta_data.json", dir, strings.Join(seed.PartNames, ", "))
 	}
-	return []signDir{{dir: dir, roles: roles}}, nil
+	return []signDir{{dir: dir, roles: roles, bootstrap: bootstrapIn(dir)}}, nil
 }

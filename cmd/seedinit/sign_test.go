@@ -19,6 +19,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 
@@ -398,5 +399,169 @@ func TestApplyRequireFetchesNoInclude(t *testing.T) {
 	run(t, "apply", "--root", root, "--seed", seedDir, "--stage", "network")
 	if _, err := os.Stat(filepath.Join(root, "etc/included")); err != nil || hits.Load() != 1 {
 		t.Errorf("off: %v, %d fetches", err, hits.Load())
+	}
+}
+
+// A config drive that injects a license file, built and signed with
+// seed build --file --sign-key, reads back with the file covered: under
+// require it is written. seed sign over the drive's tree lists the same
+// file; with its content changed after signing, require leaves it out.
+func TestSeedBuildInjectedFilesSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, lic := filepath.Join(dir, "meta-data"), filepath.Join(dir, "license.lic")
+	os.WriteFile(md, []byte("instance-id: i-lic\n"), 0o644)
+	os.WriteFile(lic, []byte("-----BEGIN FGT VM LICENSE-----\n"), 0o600)
+	decide := func(t *testing.T, env *ds.Env) (*seed.Seed, *trust.Decision) {
+		t.Helper()
+		res, err := ds.DetectStage(context.Background(), env, 0, ds.StageLocal)
+		if err != nil || res.Seed == nil {
+			t.Fatalf("read the seed back: %v", err)
+		}
+		return trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+	}
+	for _, format := range []string{"iso", "vfat"} {
+		img := filepath.Join(dir, "cd."+format)
+		if code, out, stderr := run(t, "seed", "build", "--kind", "configdrive", "--format", format, "--meta-data", md,
+			"--file", lic+":/etc/fortinet/license.lic", "--sign-key", key, "-o", img); code != exitOK {
+			t.Fatalf("seed build: %d %s%s", code, out, stderr)
+		}
+		got, d := decide(t, &ds.Env{Devices: ds.FileDevices{"/dev/sr0": img}})
+		if d.Refused() || len(got.Files) != 1 || got.Files[0].Path != "/etc/fortinet/license.lic" {
+			t.Errorf("%s: files %v; %+v", format, got.Files, d.Parts)
+		}
+	}
+	if code, _, stderr := run(t, "seed", "build", "--kind", "configdrive", "--meta-data", md, "--file", lic, "-o", filepath.Join(dir, "x.iso")); code == exitOK || !strings.Contains(stderr, "SRC:/PATH") {
+		t.Errorf("--file without a path: %d %s", code, stderr)
+	}
+
+	// seed sign over a config drive's tree, then the content changed.
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "openstack/latest"), 0o755)
+	os.MkdirAll(filepath.Join(tree, "openstack/content"), 0o755)
+	os.WriteFile(filepath.Join(tree, "openstack/latest/meta_data.json"), []byte(`{"uuid": "i-tree", "files": [{"path": "/etc/lic", "content_path": "/content/0000"}]}`), 0o644)
+	os.WriteFile(filepath.Join(tree, "openstack/content/0000"), []byte("L"), 0o644)
+	code, out, stderr := run(t, "seed", "sign", "--key", key, tree)
+	if code != exitOK || !strings.Contains(out, "meta-data file /etc/lic") {
+		t.Fatalf("seed sign: %d %s%s", code, out, stderr)
+	}
+	readTree := func() (*seed.Seed, *trust.Decision) {
+		img := filepath.Join(dir, "tree.iso")
+		if err := exec.Command("genisoimage", "-quiet", "-o", img, "-V", "config-2", "-J", "-r", tree).Run(); err != nil {
+			t.Skipf("genisoimage: %v", err)
+		}
+		return decide(t, &ds.Env{Devices: ds.FileDevices{"/dev/sr0": img}})
+	}
+	if got, d := readTree(); d.Refused() || len(got.Files) != 1 {
+		t.Errorf("signed tree: %v %+v", got.Files, d.Parts)
+	}
+	os.WriteFile(filepath.Join(tree, "openstack/content/0000"), []byte("L, changed"), 0o644)
+	if got, d := readTree(); !d.Refused() || len(got.Files) != 0 {
+		t.Errorf("changed after signing: %v %+v", got.Files, d.Parts)
+	}
+}
+
+// seed build --kind ovf --sign-key: an OVF environment disc whose
+// properties carry the manifest; found on the CD-ROM by its content and
+// let through whole under require. The XML alone (--format xml) reads
+// back as a seed directory.
+func TestSeedBuildOVFSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, ud, nc := filepath.Join(dir, "meta-data"), filepath.Join(dir, "user-data"), filepath.Join(dir, "network-config")
+	os.WriteFile(md, []byte("instance-id: i-ovf\nlocal-hostname: ovf-signed\npublic-keys: [ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOvf admin]\n"), 0o644)
+	os.WriteFile(ud, []byte("#cloud-config\nruncmd: [true]\n"), 0o644)
+	os.WriteFile(nc, []byte("version: 2\nethernets: {ens192: {dhcp4: true}}\n"), 0o644)
+	img := filepath.Join(dir, "ovf.iso")
+	if code, out, stderr := run(t, "seed", "build", "--kind", "ovf", "--meta-data", md, "--user-data", ud, "--network-config", nc, "--sign-key", key, "--valid-for", "1h", "-o", img); code != exitOK {
+		t.Fatalf("seed build: %d %s%s", code, out, stderr)
+	}
+	res, err := ds.DetectStage(context.Background(), &ds.Env{Devices: ds.FileDevices{"/dev/sr0": img}}, 0, ds.StageLocal)
+	if err != nil || res.Seed == nil || res.Datasource != "OVF" {
+		t.Fatalf("read the seed back: %v %+v", err, res)
+	}
+	got, d := trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+	if d.Refused() || got.LocalHostname != "ovf-signed" || string(got.UserData) != "#cloud-config\nruncmd: [true]\n" || got.NetworkFormat != "v2" || len(got.PublicKeys) != 1 {
+		t.Errorf("%+v\n%+v", got, d.Parts)
+	}
+	xmlOut := filepath.Join(dir, "ovf-env.xml")
+	if code, out, stderr := run(t, "seed", "build", "--kind", "ovf", "--format", "xml", "--meta-data", md, "-o", xmlOut); code != exitOK {
+		t.Fatalf("seed build --format xml: %d %s%s", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(xmlOut); !bytes.Contains(b, []byte(`oe:key="hostname" oe:value="ovf-signed"`)) {
+		t.Errorf("ovf-env.xml:\n%s", b)
+	}
+}
+
+// seed build --bootstrap --sign-key: the tree lands on the disk with its
+// modes (and owners, built as root), the manifest lists each file with
+// them, and under require the tree reads back whole; seed sign over a
+// directory with a bootstrap/ lists it too.
+func TestSeedBuildBootstrapSigned(t *testing.T) {
+	dir := t.TempDir()
+	key, pubFile := writeSigningKey(t, dir)
+	pubLine, _ := os.ReadFile(pubFile)
+	keys, err := trust.ParseKeys(pubLine, pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "config"), 0o750)
+	os.MkdirAll(filepath.Join(tree, "license"), 0o700)
+	os.WriteFile(filepath.Join(tree, "config/init-cfg.txt"), []byte("type=dhcp-client\n"), 0o640)
+	os.WriteFile(filepath.Join(tree, "license/authcodes"), []byte("I1234567"), 0o600)
+	if os.Geteuid() == 0 {
+		os.Chown(filepath.Join(tree, "config/init-cfg.txt"), 0, 993)
+	}
+	md := filepath.Join(dir, "meta-data")
+	os.WriteFile(md, []byte("instance-id: i-boot\n"), 0o644)
+	for _, kind := range []string{"nocloud", "configdrive"} {
+		img := filepath.Join(dir, kind+".iso")
+		if code, out, stderr := run(t, "seed", "build", "--kind", kind, "--meta-data", md, "--bootstrap", tree, "--sign-key", key, "-o", img); code != exitOK {
+			t.Fatalf("seed build: %d %s%s", code, out, stderr)
+		}
+		res, err := ds.DetectStage(context.Background(), &ds.Env{Devices: ds.FileDevices{"/dev/vdb": img}}, 0, ds.StageLocal)
+		if err != nil || res.Seed == nil {
+			t.Fatalf("%s: read back: %v", kind, err)
+		}
+		got, d := trust.Decide(res.Seed, trust.Anchor{Policy: trust.Require, Keys: keys}, trust.Facts{Now: time.Now()})
+		byPath := map[string]seed.BootstrapFile{}
+		for _, f := range got.Bootstrap {
+			byPath[f.Path] = f
+		}
+		cfg := byPath["config/init-cfg.txt"]
+		if d.Refused() || len(got.Bootstrap) != 2 || cfg.Mode != 0o640 || os.Geteuid() == 0 && cfg.GID != 993 || string(byPath["license/authcodes"].Content) != "I1234567" {
+			t.Errorf("%s: %+v\n%+v", kind, got.Bootstrap, d.Parts)
+		}
+		// Off: the medium's own modes and owners.
+		for _, f := range res.Seed.Bootstrap {
+			if f.Path == "config/init-cfg.txt" && (f.Mode != 0o640 || os.Geteuid() == 0 && f.GID != 993) {
+				t.Errorf("%s: on the disk %o %d:%d", kind, f.Mode, f.UID, f.GID)
+			}
+		}
+	}
+	seedDir := filepath.Join(dir, "seed")
+	os.MkdirAll(seedDir, 0o755)
+	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: i\n"), 0o644)
+	if err := exec.Command("cp", "-a", tree, filepath.Join(seedDir, "bootstrap")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "seed", "sign", "--key", key, seedDir)
+	if code != exitOK || !strings.Contains(out, "bootstrap (2 files)") {
+		t.Fatalf("seed sign: %d %s%s", code, out, stderr)
+	}
+	body, _ := os.ReadFile(filepath.Join(seedDir, "seed-manifest"))
+	if !strings.Contains(string(body), "bootstrap license/authcodes 0600 ") {
+		t.Errorf("manifest:\n%s", body)
 	}
 }

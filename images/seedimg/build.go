@@ -12,6 +12,8 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/fat16"
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+
+	"github.com/seedinit/seedinit/seed"
 )
 
 const mib = 1 << 20
@@ -41,9 +43,14 @@ func Build(out string, o Options) error {
 	os.Remove(tmpName)
 	defer os.Remove(tmpName)
 
+	if o.Kind == OVF && o.Format == VFAT || o.Kind != OVF && o.Format == XML {
+		return fmt.Errorf("build seed image %s: an OVF environment is an ISO9660 disc or its XML alone; --format xml is for --kind ovf", out)
+	}
 	switch o.Format {
+	case XML:
+		err = os.WriteFile(tmpName, files["ovf-env.xml"], 0o600)
 	case ISO:
-		err = buildISO(tmpName, o.label(), files)
+		err = buildISO(tmpName, o.label(), files, o.Bootstrap)
 	case VFAT:
 		err = buildFAT(tmpName, o.label(), o.fatSize(files), files)
 		if err == nil {
@@ -64,7 +71,7 @@ func Build(out string, o Options) error {
 	return nil
 }
 
-func buildISO(out, label string, files map[string][]byte) (err error) {
+func buildISO(out, label string, files map[string][]byte, tree []seed.BootstrapFile) (err error) {
 	workspace, err := os.MkdirTemp("", "seedimg-iso-")
 	if err != nil {
 		return err
@@ -77,6 +84,9 @@ func buildISO(out, label string, files map[string][]byte) (err error) {
 	}
 	if err := writeTree(workspace, files); err != nil {
 		return fmt.Errorf("stage files: %w", err)
+	}
+	if err := stageBootstrap(workspace, tree); err != nil {
+		return fmt.Errorf("stage the bootstrap tree: %w", err)
 	}
 	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -93,7 +103,7 @@ func buildISO(out, label string, files map[string][]byte) (err error) {
 	// subdirectories at the primary tree's extents, so a nested layout (a
 	// config drive) gets Rock Ridge only: Linux reads Rock Ridge first, and
 	// no Joliet beats a Joliet tree of garbage for readers that prefer it.
-	opts := iso9660.FinalizeOptions{RockRidge: true, Joliet: isFlat(files), VolumeIdentifier: label}
+	opts := iso9660.FinalizeOptions{RockRidge: true, Joliet: isFlat(files) && len(tree) == 0, VolumeIdentifier: label}
 	if err := fs.Finalize(opts); err != nil {
 		return fmt.Errorf("write iso9660: %w", err)
 	}

@@ -26,6 +26,9 @@ type Kind string
 const (
 	NoCloud     Kind = "nocloud"
 	ConfigDrive Kind = "configdrive"
+	// OVF is an OVF environment (ovf-env.xml) on an ISO9660 disc, as
+	// vSphere's ISO transport attaches it.
+	OVF Kind = "ovf"
 )
 
 // Format is the image's filesystem.
@@ -35,6 +38,9 @@ type Format string
 const (
 	ISO  Format = "iso"
 	VFAT Format = "vfat"
+	// XML is the OVF environment document alone, for a seed directory
+	// (/var/lib/cloud/seed/ovf) or to read the properties for vCenter.
+	XML Format = "xml"
 )
 
 // ParseKind reads a --kind value.
@@ -44,8 +50,10 @@ func ParseKind(s string) (Kind, error) {
 		return NoCloud, nil
 	case "configdrive", "config-drive", "config-2", "openstack":
 		return ConfigDrive, nil
+	case "ovf", "vmware", "ovf-env":
+		return OVF, nil
 	}
-	return "", fmt.Errorf("parse --kind %q: want nocloud or configdrive", s)
+	return "", fmt.Errorf("parse --kind %q: want nocloud, configdrive or ovf", s)
 }
 
 // ParseFormat reads a --format value.
@@ -55,8 +63,10 @@ func ParseFormat(s string) (Format, error) {
 		return ISO, nil
 	case "vfat", "fat", "fat16", "fat32":
 		return VFAT, nil
+	case "xml":
+		return XML, nil
 	}
-	return "", fmt.Errorf("parse --format %q: want iso or vfat", s)
+	return "", fmt.Errorf("parse --format %q: want iso, vfat or xml", s)
 }
 
 // Options describe one seed image. A nil field is a file the image does
@@ -81,19 +91,40 @@ type Options struct {
 	// drive it must be an OpenStack network_data.json.
 	NetworkConfig []byte
 
+	// Files are files the seed injects into the target (a config drive
+	// only), laid out as Nova lays out personality files: the content in
+	// openstack/content/NNNN, named with its path in meta_data.json's
+	// "files".
+	Files []seed.InjectedFile
+	// Bootstrap is a tree for the image's own first-boot agent, laid out
+	// below bootstrap/ (a NoCloud disk or a config drive), each file and
+	// directory with its mode and owner on an ISO (Rock Ridge).
+	Bootstrap []seed.BootstrapFile
+
 	// Sign, when set, signs the seed (seedinit seed build --sign-key): it
-	// is given the parts by role (seed.PartNames) as the image holds them,
-	// and returns the manifest and its signature, which go beside them
-	// (seed.ManifestFile and seed.ManifestSignatureFile; on a config drive
-	// in each openstack/VERSION/, over its meta_data.json, user_data and
-	// network_data.json).
-	Sign func(parts map[string][]byte) (manifest, signature []byte, err error)
+	// is given what the image holds that a reader applies (SignInput),
+	// and returns the manifest and its signature, which go beside the
+	// parts (seed.ManifestFile and seed.ManifestSignatureFile; on a
+	// config drive in each openstack/VERSION/, over its meta_data.json,
+	// user_data and network_data.json, and the injected files).
+	Sign func(in SignInput) (manifest, signature []byte, err error)
 
 	// Label overrides the filesystem label (cidata, config-2).
 	Label string
 	// Size is the FAT image size in bytes; 0 picks one (64 MiB for a
 	// config drive, as Nova does; the smallest comfortable FAT16 for NoCloud).
 	Size int64
+}
+
+// SignInput is what a signed seed's manifest lists.
+type SignInput struct {
+	// Parts are the seed's parts by role (seed.PartNames), as the image
+	// holds them.
+	Parts map[string][]byte
+	// Files are the injected files' content by their path in the target.
+	Files map[string][]byte
+	// Bootstrap are the bootstrap tree's files (not its directories).
+	Bootstrap []seed.BootstrapFile
 }
 
 // ReadFiles fills the data fields from files; an empty name leaves its
@@ -130,8 +161,11 @@ func (o Options) label() string {
 	if o.Label != "" {
 		return o.Label
 	}
-	if o.Kind == ConfigDrive {
+	switch o.Kind {
+	case ConfigDrive:
 		return "config-2"
+	case OVF:
+		return ovfLabel
 	}
 	return "cidata"
 }
@@ -157,6 +191,9 @@ func Layout(o Options) (map[string][]byte, error) {
 	var roles map[string]string
 	switch o.Kind {
 	case NoCloud:
+		if len(o.Files) > 0 {
+			return nil, errors.New("lay out seed image: injected files are a config drive's (--kind configdrive)")
+		}
 		files, err = noCloudLayout(o)
 		roles = map[string]string{}
 		for _, p := range seed.PartNames {
@@ -165,16 +202,33 @@ func Layout(o Options) (map[string][]byte, error) {
 	case ConfigDrive:
 		files, err = configDriveLayout(o)
 		roles = map[string]string{"meta_data.json": "meta-data", "user_data": "user-data", "network_data.json": "network-config"}
+	case OVF:
+		if len(o.Bootstrap) > 0 {
+			return nil, errors.New("lay out OVF environment: a bootstrap tree goes on a NoCloud disk or a config drive")
+		}
+		// Signed as it is laid out: the manifest is in the document.
+		return ovfLayout(o)
 	default:
 		return nil, fmt.Errorf("lay out seed image: unknown kind %q", o.Kind)
 	}
-	if err != nil || o.Sign == nil {
+	if err != nil {
 		return files, err
+	}
+	for _, f := range o.Bootstrap {
+		if f.Path == "" || path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.HasPrefix(f.Path, "../") || f.Path == ".." {
+			return nil, fmt.Errorf("lay out seed image: bootstrap path %q: want a relative, clean path", f.Path)
+		}
+		if !f.Dir {
+			files[path.Join(bootstrapDir, f.Path)] = f.Content
+		}
+	}
+	if o.Sign == nil {
+		return files, nil
 	}
 	dirs := map[string]map[string][]byte{}
 	for name, content := range files {
 		role, ok := roles[path.Base(name)]
-		if !ok || strings.HasPrefix(name, "ec2/") {
+		if !ok || strings.HasPrefix(name, "ec2/") || strings.HasPrefix(name, bootstrapDir+"/") {
 			continue
 		}
 		dir := path.Dir(name)
@@ -183,8 +237,18 @@ func Layout(o Options) (map[string][]byte, error) {
 		}
 		dirs[dir][role] = content
 	}
+	injected := map[string][]byte{}
+	for _, f := range o.Files {
+		injected[path.Clean("/"+f.Path)] = f.Content
+	}
+	var tree []seed.BootstrapFile
+	for _, f := range o.Bootstrap {
+		if !f.Dir {
+			tree = append(tree, f)
+		}
+	}
 	for dir, parts := range dirs {
-		manifest, sig, err := o.Sign(parts)
+		manifest, sig, err := o.Sign(SignInput{Parts: parts, Files: injected, Bootstrap: tree})
 		if err != nil {
 			return nil, fmt.Errorf("sign the seed in %s: %w", dir, err)
 		}
@@ -242,6 +306,23 @@ func configDriveLayout(o Options) (map[string][]byte, error) {
 		for _, ver := range openStackVersions {
 			files[path.Join("openstack", ver, name)] = b
 		}
+	}
+	if len(o.Files) > 0 {
+		if _, given := osmd["files"]; given {
+			errs = append(errs, errors.New("lay out config drive: the meta-data has files of its own beside the injected files given"))
+		}
+		var list []any
+		for i, f := range o.Files {
+			if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
+				errs = append(errs, fmt.Errorf("lay out config drive: injected file %q: want an absolute, clean path", f.Path))
+				continue
+			}
+			// Nova's names: four hex digits below openstack/content/.
+			name := fmt.Sprintf("content/%04x", i)
+			files[path.Join("openstack", name)] = f.Content
+			list = append(list, map[string]any{"path": f.Path, "content_path": "/" + name})
+		}
+		osmd["files"] = list
 	}
 	put("meta_data.json", osmd)
 	if o.UserData != nil {

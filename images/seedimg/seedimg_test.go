@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/seed"
-
 	"github.com/seedinit/seedinit/internal/testenv"
+	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds"
 )
 
 const (
@@ -602,10 +602,13 @@ func TestBuildFATPassesFsck(t *testing.T) {
 // reader takes, by role, and its signature; Nova's ec2/ copies and
 // vendor_data.json are no part of it.
 func TestLayoutSigned(t *testing.T) {
-	sign := func(parts map[string][]byte) ([]byte, []byte, error) {
+	sign := func(in SignInput) ([]byte, []byte, error) {
 		var roles []string
-		for r, c := range parts {
+		for r, c := range in.Parts {
 			roles = append(roles, r+"="+string(c))
+		}
+		for p, c := range in.Files {
+			roles = append(roles, "file "+p+"="+string(c))
 		}
 		sort.Strings(roles)
 		return []byte(strings.Join(roles, ";")), []byte("SIG"), nil
@@ -631,5 +634,97 @@ func TestLayoutSigned(t *testing.T) {
 		if strings.HasPrefix(name, "ec2/") && strings.Contains(name, "seed-manifest") {
 			t.Errorf("%s signed", name)
 		}
+	}
+}
+
+// Injected files on a config drive are laid out as Nova lays them out
+// (openstack/content/NNNN, named in meta_data.json's files), and a signed
+// drive's manifest lists them by path.
+func TestLayoutInjectedFiles(t *testing.T) {
+	var signed []string
+	sign := func(in SignInput) ([]byte, []byte, error) {
+		for p, c := range in.Files {
+			signed = append(signed, p+"="+string(c))
+		}
+		return []byte("M"), []byte("S"), nil
+	}
+	o := Options{Kind: ConfigDrive, MetaData: []byte("instance-id: a\n"), Sign: sign,
+		Files: []seed.InjectedFile{{Path: "/etc/fortinet/license.lic", Content: []byte("L")}, {Path: "/etc/motd", Content: []byte("hi")}}}
+	files, err := Layout(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(files["openstack/content/0000"]) != "L" || string(files["openstack/content/0001"]) != "hi" {
+		t.Errorf("content: %q", files)
+	}
+	var md struct {
+		Files []map[string]string `json:"files"`
+	}
+	if err := json.Unmarshal(files["openstack/latest/meta_data.json"], &md); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}, {"path": "/etc/motd", "content_path": "/content/0001"}}
+	if diff := cmp.Diff(want, md.Files); diff != "" {
+		t.Errorf("meta_data.json files (-want +got):\n%s", diff)
+	}
+	sort.Strings(signed)
+	if got := strings.Join(signed, ","); got != "/etc/fortinet/license.lic=L,/etc/fortinet/license.lic=L,/etc/motd=hi,/etc/motd=hi" {
+		t.Errorf("signed files (one manifest per version): %s", got)
+	}
+	for _, bad := range []Options{
+		{Kind: NoCloud, Files: o.Files},
+		{Kind: ConfigDrive, MetaData: []byte("instance-id: a\n"), Files: []seed.InjectedFile{{Path: "etc/x"}}},
+		{Kind: ConfigDrive, MetaData: []byte("instance-id: a\nfiles: []\n"), Files: o.Files},
+	} {
+		if _, err := Layout(bad); err == nil {
+			t.Errorf("Layout(%+v) made an image", bad)
+		}
+	}
+}
+
+// An OVF environment holds the seed as the vApp properties cloud-init's
+// OVF datasource reads, and reads back as the parts given; signed, its
+// manifest covers the parts as the datasource reads them.
+func TestLayoutOVF(t *testing.T) {
+	var signed map[string][]byte
+	o := Options{Kind: OVF, MetaData: []byte(noCloudMeta), UserData: []byte(userData), NetworkConfig: []byte(networkConfig),
+		Sign: func(in SignInput) ([]byte, []byte, error) {
+			signed = in.Parts
+			return []byte("M\n"), []byte("S\n"), nil
+		}}
+	files, err := Layout(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := files["ovf-env.xml"]
+	if len(files) != 1 || !bytes.Contains(doc, []byte(`oe:key="hostname" oe:value="waf-01.example.com"`)) ||
+		!bytes.Contains(doc, []byte(`oe:key="public-keys" oe:value="ssh-ed25519 AAAAC3Nza admin@laptop&#10;ssh-rsa AAAAB3Nza ops@bastion"`)) {
+		t.Errorf("ovf-env.xml:\n%s", doc)
+	}
+	parts, err := ds.OVFParts(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(parts["user-data"]) != userData || !strings.Contains(string(parts["network-config"]), `"network":{"ethernets"`) ||
+		string(parts["meta-data"]) != `{"instance-id":"i-0123","local-hostname":"waf-01.example.com","public-keys":"ssh-ed25519 AAAAC3Nza admin@laptop\nssh-rsa AAAAB3Nza ops@bastion"}`+"\n" {
+		t.Errorf("parts read back: %q", parts)
+	}
+	if diff := cmp.Diff(stringMap(parts), stringMap(signed)); diff != "" {
+		t.Errorf("signed parts are not the parts read back (-read +signed):\n%s", diff)
+	}
+	if !bytes.Contains(doc, []byte(`oe:key="seedinit.seed-manifest" oe:value="TQo="`)) || !bytes.Contains(doc, []byte(`oe:key="seedinit.seed-manifest.sig" oe:value="Uwo="`)) {
+		t.Errorf("manifest properties:\n%s", doc)
+	}
+	for _, bad := range []Options{
+		{Kind: OVF, MetaData: []byte("instance-id: a\navailability-zone: z\n")},
+		{Kind: OVF, VendorData: []byte("#cloud-config\n")},
+		{Kind: OVF, NetworkConfig: []byte("- a\n")},
+	} {
+		if _, err := Layout(bad); err == nil {
+			t.Errorf("Layout(%+v) made an image", bad)
+		}
+	}
+	if err := Build(filepath.Join(t.TempDir(), "x.img"), Options{Kind: OVF, Format: VFAT}); err == nil {
+		t.Error("a FAT OVF disc was built")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -40,6 +41,87 @@ type imageNode struct {
 	children []*imageNode
 	// read returns the content of a file.
 	read func() ([]byte, error)
+	// posix is Rock Ridge's PX entry, when the image has one for the
+	// node: the POSIX mode (type and permissions) and the owner.
+	posix *posixAttrs
+}
+
+// posixAttrs is a Rock Ridge PX entry.
+type posixAttrs struct {
+	mode     uint32
+	uid, gid uint32
+}
+
+// POSIX file types in a PX entry's mode.
+const (
+	posixTypeMask = 0o170000
+	posixRegular  = 0o100000
+	posixDir      = 0o040000
+)
+
+// TreeEntry is one file or directory below a directory of a seed disk.
+type TreeEntry struct {
+	// Path is slash-separated, relative to the directory walked.
+	Path string
+	Dir  bool
+	// Mode is the permission bits the image gives (Rock Ridge), with the
+	// set-id and sticky bits; Owned says whether it gives a mode and an
+	// owner at all (FAT and plain ISO9660 give none).
+	Mode     uint32
+	UID, GID uint32
+	Owned    bool
+	// Other is set for what is neither a file nor a directory (a link, a
+	// device), which Rock Ridge can record.
+	Other bool
+	Size  int64
+	read  func() ([]byte, error)
+}
+
+// Read returns a file's content.
+func (e TreeEntry) Read() ([]byte, error) {
+	if e.Dir || e.read == nil {
+		return nil, &fs.PathError{Op: "read", Path: e.Path, Err: errors.New("not a file")}
+	}
+	if e.Size > maxImageFile {
+		return nil, &fs.PathError{Op: "read", Path: e.Path, Err: fmt.Errorf("%w: %d bytes", ErrTooLarge, e.Size)}
+	}
+	return e.read()
+}
+
+// Tree lists everything below the directory name, parents before their
+// children, names sorted; fs.ErrNotExist when there is no such
+// directory.
+func (fsys *ImageFS) Tree(name string) ([]TreeEntry, error) {
+	n, err := fsys.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if !n.dir {
+		return nil, &fs.PathError{Op: "walk", Path: name, Err: errors.New("not a directory")}
+	}
+	var out []TreeEntry
+	var walk func(n *imageNode, prefix string)
+	walk = func(n *imageNode, prefix string) {
+		children := slices.Clone(n.children)
+		sort.Slice(children, func(i, j int) bool { return children[i].name < children[j].name })
+		for _, c := range children {
+			e := TreeEntry{Path: path.Join(prefix, c.name), Dir: c.dir, Size: c.size, read: c.read}
+			if c.posix != nil {
+				e.Mode, e.UID, e.GID, e.Owned = c.posix.mode&0o7777, c.posix.uid, c.posix.gid, true
+				switch c.posix.mode & posixTypeMask {
+				case posixRegular, posixDir:
+				default:
+					e.Other = true
+				}
+			}
+			out = append(out, e)
+			if c.dir {
+				walk(c, e.Path)
+			}
+		}
+	}
+	walk(n, "")
+	return out, nil
 }
 
 // OpenImage reads the directory tree of an ISO9660 or FAT filesystem of
@@ -267,16 +349,18 @@ func (ir *isoReader) dir(rec []byte, name string, depth int) (*imageNode, error)
 		if child == "" {
 			continue
 		}
+		posix := ir.posix(r, raw)
 		if isDir {
 			sub, err := ir.dir(r, child, depth+1)
 			if err != nil {
 				return nil, err
 			}
+			sub.posix = posix
 			node.children = append(node.children, sub)
 			continue
 		}
 		flba, fsize := isoExtent(r)
-		node.children = append(node.children, &imageNode{name: child, size: fsize, read: func() ([]byte, error) {
+		node.children = append(node.children, &imageNode{name: child, size: fsize, posix: posix, read: func() ([]byte, error) {
 			if flba*isoSector+fsize > ir.size {
 				return nil, errors.New("file extent beyond the image")
 			}
@@ -313,6 +397,40 @@ func (ir *isoReader) name(rec, raw []byte) string {
 		n = n[:i]
 	}
 	return strings.ToLower(strings.TrimSuffix(n, "."))
+}
+
+// posix reads the record's Rock Ridge PX entry (in its own system use
+// area; a PX continued elsewhere is not looked for), nil when there is
+// none.
+func (ir *isoReader) posix(rec, raw []byte) *posixAttrs {
+	if !ir.rr {
+		return nil
+	}
+	su := rec[33+len(raw):]
+	if len(raw)%2 == 0 && len(su) > 0 {
+		su = su[1:]
+	}
+	if ir.susSkip < len(su) {
+		su = su[ir.susSkip:]
+	}
+	for len(su) >= 4 {
+		l := int(su[2])
+		if l < 4 || l > len(su) {
+			return nil
+		}
+		if string(su[0:2]) == "PX" && l >= 36 {
+			return &posixAttrs{
+				mode: binary.LittleEndian.Uint32(su[4:8]),
+				uid:  binary.LittleEndian.Uint32(su[20:24]),
+				gid:  binary.LittleEndian.Uint32(su[28:32]),
+			}
+		}
+		if string(su[0:2]) == "ST" {
+			return nil
+		}
+		su = su[l:]
+	}
+	return nil
 }
 
 // rockRidgeName collects NM entries, following at most a few CE

@@ -123,6 +123,8 @@ type noCloudData struct {
 	// trust decision.
 	docs      []seed.Document
 	manifests []seed.SignedManifest
+	// bootstrap is the seed disk's bootstrap tree.
+	bootstrap []seed.BootstrapFile
 }
 
 // served notes what a source in NoCloud's layout served: its parts (nil:
@@ -250,7 +252,19 @@ func (n noCloud) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 				errs = append(errs, err)
 				continue
 			}
+			// A tree the disk holds and cannot be read breaks the disk,
+			// as for a config drive: the image's agent would find
+			// nothing, or half of it.
+			bootstrap, err := readBootstrap(env, fsys, dev.Path)
+			if err != nil {
+				done()
+				errs = append(errs, err)
+				continue
+			}
 			ok, err := d.readTree(fsys, dev.Path)
+			if ok {
+				d.bootstrap = bootstrap
+			}
 			done()
 			if err != nil {
 				errs = append(errs, err)
@@ -432,6 +446,7 @@ func noCloudSeed(d *noCloudData) (*seed.Seed, error) {
 		VendorData: d.vendorData,
 		Documents:  d.docs,
 		Manifests:  d.manifests,
+		Bootstrap:  d.bootstrap,
 	}
 	m, err := seed.NoCloudMeta(d.meta, d.defaultID)
 	if err != nil {

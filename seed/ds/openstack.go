@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -54,6 +56,8 @@ type openStackData struct {
 	metaRaw  []byte
 	docs     []seed.Document
 	manifest *seed.SignedManifest
+	// files are the injected files meta_data.json lists.
+	files []seed.InjectedFile
 }
 
 // versionCandidates orders the versions to try: the known ones offered,
@@ -163,6 +167,9 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 			}
 		}
 	}
+	if d.files, err = readInjectedFiles(ctx, src, meta); err != nil {
+		errs = append(errs, err)
+	}
 	if m, ok := meta["meta"].(map[string]any); ok {
 		d.dsmode, _ = m["dsmode"].(string)
 	}
@@ -189,6 +196,76 @@ func readOpenStack(ctx context.Context, src openStackSource) (*openStackData, er
 	}
 	d.manifest = manifest
 	return d, errors.Join(errs...)
+}
+
+// maxInjectedFiles bounds meta_data.json's files: Nova's default quota is
+// 5 (injected_files); a drive that lists more than this is broken or
+// hostile, and each file is read whole.
+const maxInjectedFiles = 100
+
+// readInjectedFiles reads the files meta_data.json injects (Nova's
+// personality files) as cloud-init's read_v2 does: each item with a path
+// is read from its content_path below openstack/, and one that cannot be
+// read breaks the source (its BrokenMetadata); an item without a path is
+// passed over. The content_path is cleaned as a path below openstack/:
+// cloud-init joins its pieces to the mount point, ".." included, which
+// reads outside the drive. The path is made absolute, as cloud-init's
+// write_injected_files makes it.
+func readInjectedFiles(ctx context.Context, src openStackSource, meta map[string]any) ([]seed.InjectedFile, error) {
+	v, ok := meta["files"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("read meta_data.json's files: want a list, got %T", v)
+	}
+	if len(items) > maxInjectedFiles {
+		return nil, fmt.Errorf("read meta_data.json's files: %d of them, more than the %d seedinit reads", len(items), maxInjectedFiles)
+	}
+	var out []seed.InjectedFile
+	for i, it := range items {
+		item, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("read meta_data.json's files item %d: want an object, got %T", i, it)
+		}
+		p, ok := item["path"]
+		if !ok {
+			continue
+		}
+		target, ok := p.(string)
+		if !ok {
+			return nil, fmt.Errorf("read meta_data.json's files item %d: path: want a string, got %T", i, p)
+		}
+		cp, _ := item["content_path"].(string)
+		if strings.Trim(cp, "/") == "" {
+			return nil, fmt.Errorf("read injected file %s: no valid content path", target)
+		}
+		name := path.Join("openstack", path.Clean("/" + cp)[1:])
+		b, err := src.read(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("read injected file %s from %s: %w", target, src.where(name), err)
+		}
+		out = append(out, seed.InjectedFile{Path: path.Clean("/" + target), Content: b, Where: src.where(name)})
+	}
+	return out, nil
+}
+
+// InjectedFilesIn reads the files a config drive's tree at dir (on the
+// build host: seedinit seed sign) injects, as listed in
+// openstack/VERSION/meta_data.json.
+func InjectedFilesIn(dir, version string) ([]seed.InjectedFile, error) {
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, filepath.FromSlash(name))) }
+	name := path.Join("openstack", version, "meta_data.json")
+	raw, err := read(name)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := ParseOpenStackMetadata(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", filepath.Join(dir, name), err)
+	}
+	return readInjectedFiles(context.Background(), treeSource{t: readerTree(read), name: dir}, meta)
 }
 
 // ParseOpenStackMetadata parses meta_data.json: a JSON object with a
@@ -358,6 +435,7 @@ func openStackSeed(d *openStackData, dsName string) *seed.Seed {
 		VendorData: d.vendorData,
 		MetaRaw:    d.metaRaw,
 		Documents:  d.docs,
+		Files:      d.files,
 	}
 	s.SetMeta(openStackMetaOf(d.meta))
 	if d.manifest != nil {
@@ -481,6 +559,9 @@ func (c configDrive) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 			continue
 		}
 		s, err := readConfigDrive(ctx, fsys, dev.Path)
+		if err == nil {
+			s.Bootstrap, err = readBootstrap(env, fsys, dev.Path)
+		}
 		done()
 		if err != nil {
 			errs = append(errs, err)

@@ -168,7 +168,7 @@ func InstanceData(s *seed.Seed) map[string]any {
 	return map[string]any{
 		"_beta_keys":          []any{"subplatform"},
 		"base64_encoded_keys": []any{},
-		"sensitive_keys":      []any{"merged_cfg", "security-credentials"},
+		"sensitive_keys":      []any{"merged_cfg", "security-credentials", "admin_pass"},
 		"v1":                  v1,
 		"ds":                  map[string]any{"meta_data": jsonSafe(md)},
 	}

@@ -318,10 +318,160 @@ func Decide(s *seed.Seed, a Anchor, f Facts) (*seed.Seed, *Decision) {
 		}
 		d.Parts = append(d.Parts, fd)
 	}
+	d.Parts = append(d.Parts, fileFindings(s, best, a.Policy, signed)...)
+	if fd, ok := bootstrapFinding(s, applied, best, a.Policy, signed); ok {
+		d.Parts = append(d.Parts, fd)
+	}
 	if a.Policy == Require {
 		return applied, d
 	}
 	return s, d
+}
+
+// fileFindings says, for each file the seed injects, whether the
+// manifest covers it (its path listed with the digest of what was
+// served), and names each file the manifest lists that no source served.
+func fileFindings(s *seed.Seed, best *candidate, policy Policy, signed string) []Finding {
+	var out []Finding
+	served := map[string]bool{}
+	for _, f := range s.Files {
+		served[f.Path] = true
+		fd := Finding{Part: "file " + f.Path}
+		if why := fileNotCovered(s, best, f); why == "" {
+			fd.Verdict, fd.Detail = Trusted, signed
+		} else if policy == Require {
+			fd.Verdict, fd.Detail = NotApplied, why
+		} else {
+			fd.Verdict, fd.Detail = Unverified, why
+		}
+		out = append(out, fd)
+	}
+	if best == nil || policy != Require {
+		return out
+	}
+	var missing []string
+	for p := range best.manifest.Files {
+		if !served[p] {
+			missing = append(missing, p)
+		}
+	}
+	sort.Strings(missing)
+	for _, p := range missing {
+		out = append(out, Finding{Part: "file " + p, Verdict: NotApplied, Detail: "the manifest lists it, and no source served it"})
+	}
+	return out
+}
+
+// bootstrapFinding says whether the manifest covers the bootstrap tree:
+// one finding for the tree, naming the files left out (and the reason
+// of the first), or listed and not served. applied is what require
+// applies.
+func bootstrapFinding(s, applied *seed.Seed, best *candidate, policy Policy, signed string) (Finding, bool) {
+	fd := Finding{Part: "bootstrap tree"}
+	var left []string
+	why := ""
+	served := map[string]bool{}
+	files := 0
+	for _, f := range s.Bootstrap {
+		if f.Dir {
+			continue
+		}
+		files++
+		served[f.Path] = true
+		if w := bootstrapNotCovered(s, best, f); w != "" {
+			left = append(left, f.Path)
+			if why == "" {
+				why = w
+			}
+		}
+	}
+	var missing []string
+	if best != nil && policy == Require {
+		for p := range best.manifest.Bootstrap {
+			if !served[p] {
+				missing = append(missing, p)
+			}
+		}
+		sort.Strings(missing)
+	}
+	if files == 0 && len(missing) == 0 {
+		return fd, false
+	}
+	var detail []string
+	if len(left) > 0 {
+		detail = append(detail, fmt.Sprintf("%s (%s)", clipList(left), why))
+	}
+	if len(missing) > 0 {
+		detail = append(detail, fmt.Sprintf("the manifest lists %s, and no source served it", clipList(missing)))
+	}
+	switch {
+	case len(detail) == 0:
+		fd.Verdict, fd.Detail = Trusted, fmt.Sprintf("%d files, %s", files, signed)
+	case policy == Require:
+		fd.Verdict, fd.Detail = NotApplied, strings.Join(detail, "; ")
+		if n := len(applied.Bootstrap); n > 0 {
+			fd.Detail += fmt.Sprintf("; the %d covered ones are applied", countFiles(applied.Bootstrap))
+		}
+	default:
+		fd.Verdict, fd.Detail = Unverified, strings.Join(detail, "; ")
+	}
+	return fd, true
+}
+
+func countFiles(t []seed.BootstrapFile) int {
+	n := 0
+	for _, f := range t {
+		if !f.Dir {
+			n++
+		}
+	}
+	return n
+}
+
+// clipList names paths, the first few of many.
+func clipList(paths []string) string {
+	const most = 5
+	if len(paths) <= most {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:most], ", "), len(paths)-most)
+}
+
+// bootstrapNotCovered says why best does not cover a bootstrap file, ""
+// when it does.
+func bootstrapNotCovered(s *seed.Seed, best *candidate, f seed.BootstrapFile) string {
+	switch {
+	case best == nil && len(s.Manifests) > 0:
+		return "no trusted seed manifest (see the problems)"
+	case best == nil:
+		return "no seed manifest (" + seed.ManifestFile + ") was served"
+	}
+	bf, listed := best.manifest.Bootstrap[f.Path]
+	switch {
+	case !listed:
+		return "not in the manifest"
+	case sha256.Sum256(f.Content) != bf.Digest:
+		return fmt.Sprintf("the file served (%s) is not the signed one", f.Where)
+	}
+	return ""
+}
+
+// fileNotCovered says why best does not cover f, "" when it does.
+func fileNotCovered(s *seed.Seed, best *candidate, f seed.InjectedFile) string {
+	switch {
+	case best == nil && len(s.Manifests) > 0:
+		return "no trusted seed manifest (see the problems)"
+	case best == nil:
+		return "no seed manifest (" + seed.ManifestFile + ") was served"
+	}
+	digest, listed := best.manifest.Files[f.Path]
+	switch {
+	case !listed:
+		return "not in the manifest"
+	case sha256.Sum256(f.Content) != digest:
+		return fmt.Sprintf("the file served (%s) is not the signed one: the manifest lists %s", f.Where, shortDigest(digest))
+	}
+	return ""
 }
 
 // choose checks each served manifest and returns the one to go by, nil
@@ -439,6 +589,16 @@ func cover(s *seed.Seed, m *Manifest) coverage {
 			c.missing[part] = fmt.Sprintf("the manifest lists %s %s, and no source served it", part, shortDigest(digest))
 		}
 	}
+	for p, digest := range m.Files {
+		if !slices.ContainsFunc(s.Files, func(f seed.InjectedFile) bool { return f.Path == p && sha256.Sum256(f.Content) == digest }) {
+			c.missing["file "+p] = "the manifest lists it, and no source served it"
+		}
+	}
+	for p, bf := range m.Bootstrap {
+		if !slices.ContainsFunc(s.Bootstrap, func(f seed.BootstrapFile) bool { return f.Path == p && sha256.Sum256(f.Content) == bf.Digest }) {
+			c.missing["bootstrap "+p] = "the manifest lists it, and no source served it"
+		}
+	}
 	return c
 }
 
@@ -492,6 +652,22 @@ func build(s *seed.Seed, best *candidate) (*seed.Seed, map[string]string) {
 	}
 	if doc := docs["network-config"]; doc != nil {
 		out.NetworkConfig, out.NetworkFormat = doc.Content, doc.Format
+	}
+	for _, f := range s.Files {
+		if fileNotCovered(s, best, f) == "" {
+			out.Files = append(out.Files, f)
+		}
+	}
+	// The covered files of the bootstrap tree, with the mode and owner
+	// the manifest gives them, not the medium's; their directories are
+	// made as the bootstrap module makes missing ones.
+	for _, f := range s.Bootstrap {
+		if f.Dir || bootstrapNotCovered(s, best, f) != "" {
+			continue
+		}
+		bf := best.manifest.Bootstrap[f.Path]
+		f.Mode, f.UID, f.GID = bf.Mode, bf.UID, bf.GID
+		out.Bootstrap = append(out.Bootstrap, f)
 	}
 	return out, why
 }

@@ -3,6 +3,7 @@ package trust
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -29,6 +30,8 @@ const attackerKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAttackerAttackerAttack
 // manifest's bindings.
 type signedParts struct {
 	parts map[string]string
+	// files are injected files, by path.
+	files map[string]string
 	bind  Manifest
 }
 
@@ -42,6 +45,12 @@ func manifestFor(t *testing.T, priv ed25519.PrivateKey, sp signedParts, where st
 	m.Parts = map[string][sha256.Size]byte{}
 	for role, content := range sp.parts {
 		m.Parts[role] = Digest([]byte(content))
+	}
+	if len(sp.files) > 0 {
+		m.Files = map[string][sha256.Size]byte{}
+		for p, content := range sp.files {
+			m.Files[p] = Digest([]byte(content))
+		}
 	}
 	body := m.Marshal()
 	sig, err := Sign(priv, body)
@@ -426,7 +435,7 @@ func TestDecideRequireKeepsNothingUncovered(t *testing.T) {
 	if !reflect.DeepEqual(got.Metadata, map[string]any{"instance-id": "iid-1"}) {
 		t.Errorf("metadata %v", got.Metadata)
 	}
-	for _, part := range []string{"meta-data", "user-data", "vendor-data", "network-config", "datasource config", "datasource files"} {
+	for _, part := range []string{"meta-data", "user-data", "vendor-data", "network-config", "datasource config", "datasource files", "file x"} {
 		if !strings.HasPrefix(verdicts(d)[part], NotApplied) {
 			t.Errorf("%s: %q", part, verdicts(d)[part])
 		}
@@ -644,5 +653,135 @@ func TestReadFacts(t *testing.T) {
 	f := ReadFacts(sys)
 	if f.SystemUUID != "4c4c4544-0042-3510-8052-b3c04f4d4e32" || !slices.Equal(f.MACs, []string{"52:54:00:12:34:56", "52:54:00:12:34:57"}) || f.Now.IsZero() {
 		t.Errorf("%+v", f)
+	}
+}
+
+// Injected files (OpenStack's "files") are content of the seed: under
+// require a file is written only when the manifest lists its path with
+// the digest of what was served; a file added beside the signed ones, a
+// signed file's content changed or moved to another path, is not.
+func TestDecideInjectedFiles(t *testing.T) {
+	priv, keys := newKey(t)
+	license := "-----BEGIN FGT VM LICENSE-----\nsigned\n"
+	served := func(files ...seed.InjectedFile) *seed.Seed {
+		s := newSeed()
+		noCloudSource(t, s, "/seed", operator)
+		s.Files = files
+		return s
+	}
+	signed := signedParts{parts: operator, files: map[string]string{"/etc/fortinet/license.lic": license, "/etc/missing": "m"}}
+	for _, tc := range []struct {
+		name    string
+		s       *seed.Seed
+		policy  Policy
+		applied []string // paths
+		want    map[string]string
+	}{{
+		name:    "signed file applied, unsigned one beside it not",
+		s:       served(seed.InjectedFile{Path: "/etc/fortinet/license.lic", Content: []byte(license), Where: "/dev/sr0/openstack/content/0000"}, seed.InjectedFile{Path: "/root/.ssh/authorized_keys", Content: []byte(attackerKey), Where: "/dev/sr0/openstack/content/0001"}),
+		policy:  Require,
+		applied: []string{"/etc/fortinet/license.lic"},
+		want: map[string]string{
+			"file /etc/fortinet/license.lic":  "trusted: signed by",
+			"file /root/.ssh/authorized_keys": "not applied: not in the manifest",
+			"file /etc/missing":               "not applied: the manifest lists it, and no source served it",
+		},
+	}, {
+		name:   "content changed after signing",
+		s:      served(seed.InjectedFile{Path: "/etc/fortinet/license.lic", Content: []byte(license + "x"), Where: "/dev/sr0/openstack/content/0000"}),
+		policy: Require,
+		want:   map[string]string{"file /etc/fortinet/license.lic": "not applied: the file served (/dev/sr0/openstack/content/0000) is not the signed one: the manifest lists sha256:"},
+	}, {
+		name:   "signed content moved to another path",
+		s:      served(seed.InjectedFile{Path: "/etc/cron.d/evil", Content: []byte(license), Where: "c"}),
+		policy: Require,
+		want:   map[string]string{"file /etc/cron.d/evil": "not applied: not in the manifest"},
+	}, {
+		name:    "warn applies everything and says what require would leave out",
+		s:       served(seed.InjectedFile{Path: "/etc/fortinet/license.lic", Content: []byte(license), Where: "a"}, seed.InjectedFile{Path: "/etc/other", Content: []byte("o"), Where: "b"}),
+		policy:  Warn,
+		applied: []string{"/etc/fortinet/license.lic", "/etc/other"},
+		want: map[string]string{
+			"file /etc/fortinet/license.lic": "trusted: signed by",
+			"file /etc/other":                "applied unverified: not in the manifest",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.s.Manifests = []seed.SignedManifest{manifestFor(t, priv, signed, "m")}
+			got, d := Decide(tc.s, Anchor{Policy: tc.policy, Keys: keys}, facts)
+			var paths []string
+			for _, f := range got.Files {
+				paths = append(paths, f.Path)
+			}
+			if !slices.Equal(paths, tc.applied) {
+				t.Errorf("applied %q, want %q", paths, tc.applied)
+			}
+			v := verdicts(d)
+			for part, want := range tc.want {
+				if !strings.HasPrefix(v[part], want) {
+					t.Errorf("%s: %q, want %q", part, v[part], want)
+				}
+			}
+			if strings.Contains(fmt.Sprint(d), "signed\n") || strings.Contains(fmt.Sprint(d), "ssh-ed25519") {
+				t.Errorf("the decision quotes a file's content: %+v", d)
+			}
+		})
+	}
+	t.Run("no manifest", func(t *testing.T) {
+		s := served(seed.InjectedFile{Path: "/etc/fortinet/license.lic", Content: []byte(license), Where: "a"})
+		got, d := Decide(s, Anchor{Policy: Require, Keys: keys}, facts)
+		if len(got.Files) != 0 || !strings.HasPrefix(verdicts(d)["file /etc/fortinet/license.lic"], NotApplied+": no seed manifest") {
+			t.Errorf("applied %v; %v", got.Files, verdicts(d))
+		}
+	})
+}
+
+// A bootstrap tree is content of the seed: under require a file of it is
+// copied only when the manifest lists its path with the digest of what
+// was served, and then with the mode and owner the manifest gives, not
+// the medium's (an attacker who rewrites the disk could make a signed
+// file world-writable, or another user's).
+func TestDecideBootstrapTree(t *testing.T) {
+	priv, keys := newKey(t)
+	m := Manifest{Bootstrap: map[string]BootstrapFile{
+		"config/init-cfg.txt": {Digest: Digest([]byte("cfg")), Mode: 0o640, UID: 0, GID: 993},
+		"license/authcodes":   {Digest: Digest([]byte("lic")), Mode: 0o600},
+	}}
+	sp := signedParts{parts: operator, bind: m}
+	tree := func(extra ...seed.BootstrapFile) *seed.Seed {
+		s := newSeed()
+		noCloudSource(t, s, "/seed", operator)
+		s.Bootstrap = append([]seed.BootstrapFile{
+			{Path: "config", Dir: true, Mode: 0o755, UID: -1, GID: -1},
+			{Path: "config/init-cfg.txt", Content: []byte("cfg"), Mode: 0o666, UID: 1000, GID: 1000, Where: "/dev/sr0/bootstrap/config/init-cfg.txt"},
+			{Path: "license/authcodes", Content: []byte("lic"), Mode: 0o644, UID: -1, GID: -1},
+		}, extra...)
+		s.Manifests = []seed.SignedManifest{manifestFor(t, priv, sp, "m")}
+		return s
+	}
+	got, d := Decide(tree(), Anchor{Policy: Require, Keys: keys}, facts)
+	v := verdicts(d)["bootstrap tree"]
+	if !strings.HasPrefix(v, "trusted: 2 files, signed by") || len(got.Bootstrap) != 2 {
+		t.Fatalf("%q; applied %+v", v, got.Bootstrap)
+	}
+	for _, f := range got.Bootstrap {
+		want := m.Bootstrap[f.Path]
+		if f.Mode != want.Mode || f.UID != want.UID || f.GID != want.GID {
+			t.Errorf("%s applied %o %d:%d, want the manifest's %o %d:%d", f.Path, f.Mode, f.UID, f.GID, want.Mode, want.UID, want.GID)
+		}
+	}
+	// An added file, a changed one: left out, and said.
+	s := tree(seed.BootstrapFile{Path: "config/bootstrap.xml", Content: []byte("<evil/>"), Mode: 0o644, UID: -1, GID: -1})
+	s.Bootstrap[1].Content = []byte("cfg, changed")
+	got, d = Decide(s, Anchor{Policy: Require, Keys: keys}, facts)
+	v = verdicts(d)["bootstrap tree"]
+	if !strings.HasPrefix(v, NotApplied) || !strings.Contains(v, "config/bootstrap.xml") || !strings.Contains(v, "config/init-cfg.txt") || len(got.Bootstrap) != 1 || got.Bootstrap[0].Path != "license/authcodes" {
+		t.Errorf("%q; applied %+v", v, got.Bootstrap)
+	}
+	// Under warn everything is copied as the medium has it, and require's
+	// refusal is a warning.
+	got, d = Decide(s, Anchor{Policy: Warn, Keys: keys}, facts)
+	if v := verdicts(d)["bootstrap tree"]; !strings.HasPrefix(v, Unverified) || len(got.Bootstrap) != 4 || got.Bootstrap[1].Mode != 0o666 {
+		t.Errorf("warn: %q; %+v", v, got.Bootstrap)
 	}
 }

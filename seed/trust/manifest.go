@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,8 @@ import (
 //	signed-at 2026-11-28T07:00:00Z
 //	part meta-data sha256:<64 hex digits>
 //	part user-data sha256:<64 hex digits>
+//	file /etc/fortinet/license.lic sha256:<64 hex digits>
+//	bootstrap config/init-cfg.txt 0644 0 0 sha256:<64 hex digits>
 //	system-uuid 4c4c4544-0042-3510-8052-b3c04f4d4e32
 //	mac 52:54:00:12:34:56
 //	instance-id iid-waf-0001
@@ -31,7 +34,10 @@ import (
 //	not-after 2026-12-28T00:00:00Z
 //
 // One field a line, "NAME VALUE", in this order of kinds or any other;
-// parts at most once each, at least one; signed-at once; the bindings
+// parts at most once each; files (content the seed writes into the
+// target at a path: OpenStack's injected files) at most once per path,
+// the path absolute and clean, spaces allowed, the digest last; at least
+// one part or file; signed-at once; the bindings
 // (system-uuid, mac, instance-id) as often as there are instances the
 // seed is for, any of which may take it; the window's ends at most once.
 // A line the parser does not know is an error, never skipped: a field a
@@ -51,6 +57,12 @@ type Manifest struct {
 	SignedAt time.Time
 	// Parts are the digests of the parts the seed applies, by role.
 	Parts map[string][sha256.Size]byte
+	// Files are the digests of the files the seed writes into the
+	// target, by their path there.
+	Files map[string][sha256.Size]byte
+	// Bootstrap are the bootstrap tree's files, by their path in the
+	// tree: each one's digest and the mode and owner it is given.
+	Bootstrap map[string]BootstrapFile
 	// The instances the seed is for: each kind given must match this
 	// machine by one of its values; a kind not given binds nothing.
 	SystemUUIDs []string
@@ -59,6 +71,13 @@ type Manifest struct {
 	// NotBefore and NotAfter bound when the seed may be applied; zero is
 	// open.
 	NotBefore, NotAfter time.Time
+}
+
+// BootstrapFile is what a manifest says of a bootstrap tree's file.
+type BootstrapFile struct {
+	Digest   [sha256.Size]byte
+	Mode     uint32
+	UID, GID int
 }
 
 // Digest is the SHA-256 a manifest lists for content.
@@ -79,6 +98,23 @@ func (m *Manifest) Marshal() []byte {
 		if d, ok := m.Parts[part]; ok {
 			fmt.Fprintf(&b, "part %s %s\n", part, formatDigest(d))
 		}
+	}
+	paths := make([]string, 0, len(m.Files))
+	for p := range m.Files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(&b, "file %s %s\n", p, formatDigest(m.Files[p]))
+	}
+	paths = paths[:0]
+	for p := range m.Bootstrap {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		f := m.Bootstrap[p]
+		fmt.Fprintf(&b, "bootstrap %s %04o %d %d %s\n", p, f.Mode, f.UID, f.GID, formatDigest(f.Digest))
 	}
 	for _, u := range m.SystemUUIDs {
 		fmt.Fprintf(&b, "system-uuid %s\n", u)
@@ -111,7 +147,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if lines[0] != manifestHeader {
 		return nil, fmt.Errorf("line 1: %q, want %q", clip(lines[0]), manifestHeader)
 	}
-	m := &Manifest{Parts: map[string][sha256.Size]byte{}}
+	m := &Manifest{Parts: map[string][sha256.Size]byte{}, Files: map[string][sha256.Size]byte{}, Bootstrap: map[string]BootstrapFile{}}
 	seen := map[string]bool{}
 	for i, line := range lines[1:] {
 		n := i + 2
@@ -151,6 +187,52 @@ func ParseManifest(b []byte) (*Manifest, error) {
 				return nil, fmt.Errorf("line %d: part %s: %w", n, part, err)
 			}
 			m.Parts[part] = d
+		case "file":
+			i := strings.LastIndexByte(value, ' ')
+			if i < 0 {
+				return nil, fmt.Errorf("line %d: file %q: want a path and a digest", n, clip(value))
+			}
+			p, digest := value[:i], value[i+1:]
+			if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+				return nil, fmt.Errorf("line %d: file %q: want an absolute, clean path", n, clip(p))
+			}
+			if _, dup := m.Files[p]; dup {
+				return nil, fmt.Errorf("line %d: file %s given twice", n, clip(p))
+			}
+			d, err := parseDigest(digest)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: file %s: %w", n, clip(p), err)
+			}
+			m.Files[p] = d
+		case "bootstrap":
+			f := strings.Split(value, " ")
+			if len(f) < 5 {
+				return nil, fmt.Errorf("line %d: bootstrap %q: want a path, a mode, an owner, a group and a digest", n, clip(value))
+			}
+			p := strings.Join(f[:len(f)-4], " ")
+			if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+				return nil, fmt.Errorf("line %d: bootstrap %q: want a relative, clean path", n, clip(p))
+			}
+			if _, dup := m.Bootstrap[p]; dup {
+				return nil, fmt.Errorf("line %d: bootstrap %s given twice", n, clip(p))
+			}
+			var bf BootstrapFile
+			mode, err := strconv.ParseUint(f[len(f)-4], 8, 32)
+			if err != nil || mode > 0o777 || len(f[len(f)-4]) != 4 {
+				return nil, fmt.Errorf("line %d: bootstrap %s: mode %q: want four octal digits, at most 0777", n, clip(p), clip(f[len(f)-4]))
+			}
+			bf.Mode = uint32(mode)
+			for i, id := range []*int{&bf.UID, &bf.GID} {
+				v, err := strconv.ParseUint(f[len(f)-3+i], 10, 31)
+				if err != nil || strconv.FormatUint(v, 10) != f[len(f)-3+i] {
+					return nil, fmt.Errorf("line %d: bootstrap %s: owner %q: want a number", n, clip(p), clip(f[len(f)-3+i]))
+				}
+				*id = int(v)
+			}
+			if bf.Digest, err = parseDigest(f[len(f)-1]); err != nil {
+				return nil, fmt.Errorf("line %d: bootstrap %s: %w", n, clip(p), err)
+			}
+			m.Bootstrap[p] = bf
 		case "system-uuid":
 			u, err := NormalizeSystemUUID(value)
 			if err != nil {
@@ -172,7 +254,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if !seen["signed-at"] {
 		return nil, errors.New("no signed-at")
 	}
-	if len(m.Parts) == 0 {
+	if len(m.Parts)+len(m.Files)+len(m.Bootstrap) == 0 {
 		return nil, errors.New("lists no part")
 	}
 	if !m.NotBefore.IsZero() && !m.NotAfter.IsZero() && m.NotAfter.Before(m.NotBefore) {
