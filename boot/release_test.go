@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -84,6 +85,18 @@ func TestReleaseEndsOwnHoldersAndNeverDetaches(t *testing.T) {
 			}
 			daemon, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
+			// The shell's background child is still "sh" until it has
+			// exec'd sleep: wait for that (a loaded machine ran the check
+			// between the two), so the holder the log names is the daemon.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				comm, _ := os.ReadFile("/proc/" + strconv.Itoa(daemon) + "/comm")
+				if strings.TrimSpace(string(comm)) == "sleep" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon (pid %d) is %q, not sleep, after 10 s", daemon, comm)
+				}
+			}
 
 			var logged strings.Builder
 			log := slog.New(slog.NewTextHandler(&logged, nil))
