@@ -280,6 +280,7 @@ func (n noCloud) Fetch(ctx context.Context, env *Env) (*seed.Seed, error) {
 		return nil, fmt.Errorf("read NoCloud: %w", errors.Join(errs...))
 	}
 	if sf, ok := d.meta["seedfrom"].(string); ok && sf != "" {
+		sf = subDMIVars(env, sf)
 		if err := d.readSeedFrom(ctx, env, sf); err != nil {
 			return nil, fmt.Errorf("read NoCloud seedfrom %s: %w", Redact(sf), err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"testing"
 
@@ -140,5 +141,56 @@ func TestNoCloud(t *testing.T) {
 				t.Errorf("seed (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// cloud-init 23.1's NoCloud fills __dmi.KEY__ in seedfrom from the
+// machine's SMBIOS (dmi.sub_dmi_vars), so that one command line or image
+// names each instance's own seed: ds=nocloud;s=http://srv/__dmi.system-uuid__/.
+func TestNoCloudSeedFromDMIPlaceholders(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.EscapedPath())
+		switch path.Base(r.URL.Path) {
+		case "meta-data":
+			w.Write([]byte("instance-id: iid-" + strings.Split(r.URL.Path, "/")[1] + "\n"))
+		case "user-data":
+			w.Write([]byte("#cloud-config\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	dmi := MapDMI{
+		"product_uuid":    "4c4c4544-0042-3510-8052-b3c04f4d4e32",
+		"chassis_serial":  "CZ 12/3",
+		"product_name":    "Standard PC",
+		"product_serial":  "",
+		"board_asset_tag": "",
+	}
+	for _, tc := range []struct{ seedfrom, wantPath string }{
+		{"/__dmi.system-uuid__/", "/4c4c4544-0042-3510-8052-b3c04f4d4e32/meta-data"},
+		// Values are escaped for the path: a / or a space is no new
+		// segment (cloud-init puts them in as they are).
+		{"/__dmi.chassis-serial-number__/x/", "/CZ%2012%2F3/x/meta-data"},
+		{"/__dmi.system-product-name__-__dmi.system-uuid__/", "/Standard%20PC-4c4c4544-0042-3510-8052-b3c04f4d4e32/meta-data"},
+		// A name cloud-init does not know is left as it is; a field the
+		// machine lacks is empty.
+		{"/__dmi.colour__/", "/__dmi.colour__/meta-data"},
+		{"/a__dmi.baseboard-asset-tag__b/", "/ab/meta-data"},
+	} {
+		asked = nil
+		env := newTestEnv(t, nil, dmi, "ds=nocloud-net;s="+srv.URL+tc.seedfrom)
+		s, err := noCloud{}.Fetch(context.Background(), env)
+		if err != nil {
+			t.Errorf("%s: %v", tc.seedfrom, err)
+			continue
+		}
+		if len(asked) == 0 || asked[0] != tc.wantPath {
+			t.Errorf("%s: asked %v, want %s first", tc.seedfrom, asked, tc.wantPath)
+		}
+		if !strings.Contains(s.Subplatform, srv.URL+strings.TrimSuffix(tc.wantPath, "meta-data")) {
+			t.Errorf("%s: subplatform %q names the seed without its values", tc.seedfrom, s.Subplatform)
+		}
 	}
 }
