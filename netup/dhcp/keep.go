@@ -198,6 +198,10 @@ type keeper struct {
 	opts  KeepOptions
 	mu    sync.Mutex
 	slots []*slot
+	// writing orders the state file's writes: without it, a snapshot
+	// taken before another goroutine's change could land after that
+	// change's own write and leave the file stale for good.
+	writing sync.Mutex
 }
 
 // slot is one lease the keeper holds on a NIC, for one family; lease is
@@ -379,6 +383,8 @@ func (k *keeper) writeState() {
 	if k.opts.StateFile == "" {
 		return
 	}
+	k.writing.Lock()
+	defer k.writing.Unlock()
 	k.mu.Lock()
 	st := &KeepState{}
 	for _, s := range k.slots {
