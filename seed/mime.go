@@ -798,6 +798,8 @@ func a2bBase64(in []byte) ([]byte, error) {
 		if v == 0xff {
 			continue
 		}
+		// Only '=' in a row after the data count as its padding.
+		pads = 0
 		switch quadPos {
 		case 0:
 			left = v
