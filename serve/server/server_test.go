@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -139,9 +140,13 @@ type fixture struct {
 
 // start serves the fleet on 127.0.0.1 with a lease file that gives
 // addr2 to mac2; cfg's other fields are the test's.
-func start(t *testing.T, cfg Config) *fixture {
+func start(t *testing.T, cfg Config, extra ...map[string]string) *fixture {
 	t.Helper()
-	f := &fixture{dir: writeFleet(t, fleet), obs: &recorder{}}
+	files := maps.Clone(fleet)
+	for _, e := range extra {
+		maps.Copy(files, e)
+	}
+	f := &fixture{dir: writeFleet(t, files), obs: &recorder{}}
 	f.leases = filepath.Join(t.TempDir(), "dnsmasq.leases")
 	lease := strings.Join([]string{"0", mac2, addr2, "waf-002", "*"}, " ") + "\n"
 	if err := os.WriteFile(f.leases, []byte(lease), 0o644); err != nil {

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/internal/testenv"
+)
+
+// The oracle is Debian's cloud-init: its own readers, run against the
+// loopback server, must read what seedinit serves as seedinit does.
+
+func cloudInitPython(t *testing.T) string {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import cloudinit").Run(); err != nil {
+		testenv.Skipf(t, "cloud-init is not importable by %s (install Debian's cloud-init package): %v", python, err)
+	}
+	return python
+}
+
+// runOracle runs script with args and decodes the JSON it prints. Any
+// URL cloud-init would reach beyond 127.0.0.1 goes to a proxy that is
+// not there: the oracle talks to the loopback server and nothing else.
+func runOracle(t *testing.T, script string, args ...string) map[string]any {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(cloudInitPython(t), append([]string{"-c", script}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+		"http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9",
+		"no_proxy=127.0.0.1", "NO_PROXY=127.0.0.1"}
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cloud-init oracle: %v\n%s", err, stderr.String())
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("cloud-init oracle printed %q: %v", stdout.String(), err)
+	}
+	return out
+}
+
+// jsonOf is v as JSON decodes it, for comparing with what Python
+// printed.
+func jsonOf(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+const noCloudOracle = `
+import json, sys
+from cloudinit import util
+md, ud, vd = util.read_seeded(sys.argv[1], timeout=5, retries=0)
+print(json.dumps({"md": md, "ud": ud.decode(), "vd": vd.decode() if vd is not None else None}))
+`
+
+// cloud-init's NoCloud seedfrom reader (util.read_seeded, what
+// DataSourceNoCloud calls) reads an instance's seed by UUID as the
+// inventory means it: meta-data is the same mapping, user-data and
+// vendor-data the same bytes. (cloud-init 23.1 fills
+// __dmi.system-uuid__ itself; Debian's 22.4 is given the URL filled.)
+func TestNoCloudOracle(t *testing.T) {
+	f := start(t, signing)
+	inst, _, _ := f.srv.Inventory().Lookup(uuid1)
+	got := runOracle(t, noCloudOracle, f.url+"/nocloud/"+uuid1+"/")
+	want := map[string]any{"md": jsonOf(t, inst.MetaData), "ud": string(inst.UserData), "vd": string(inst.VendorData)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("cloud-init read (-inventory +cloud-init):\n%s", d)
+	}
+}
+
+const openStackOracle = `
+import json, sys
+from cloudinit.sources.helpers import ec2 as ec2_utils
+from cloudinit.sources.helpers import openstack
+base = sys.argv[1]
+# read_v2 also reads the EC2 tree, from 169.254.169.254 by default: here
+# it is the same loopback server's.
+openstack.MetadataReader._read_ec2_metadata = lambda self: ec2_utils.get_instance_metadata(
+    metadata_address=base, timeout=5, retries=0)
+r = openstack.MetadataReader(base, timeout=5, retries=0).read_v2()
+from cloudinit import sources
+print(json.dumps({
+    "version": r["version"],
+    "uuid": r["metadata"]["uuid"],
+    "hostname": r["metadata"].get("hostname"),
+    "availability_zone": r["metadata"].get("availability_zone"),
+    "public_keys": r["metadata"].get("public_keys"),
+    "userdata": r["userdata"].decode(),
+    "vendordata": sources.convert_vendordata(r["vendordata"]),
+    "ec2_instance_id": r["ec2-metadata"].get("instance-id"),
+    "ec2_keys": r["ec2-metadata"].get("public-keys"),
+}))
+`
+
+// cloud-init's OpenStack metadata reader (read_v2, what
+// DataSourceOpenStack calls), asking from 127.0.0.1 (an address selector
+// here), reads the instance's meta_data.json, user_data and
+// vendor_data.json, and the EC2 tree beside them (IMDSv1, as cloud-init's
+// OpenStack source asks).
+func TestOpenStackOracle(t *testing.T) {
+	f := start(t, Config{IMDSv1: true}, map[string]string{"instances/waf-009.yaml": `instance: waf-009
+groups: [waf]
+selectors: {mac: 52:54:00:00:00:09, address: 127.0.0.1}
+`})
+	inst, _ := f.srv.Inventory().Instance("waf-009")
+	got := runOracle(t, openStackOracle, f.url)
+	key := publicKeys(inst.MetaData)[0]
+	want := map[string]any{
+		"version":           float64(2),
+		"uuid":              "waf-009",
+		"hostname":          "waf-009",
+		"availability_zone": "lab-1a",
+		"public_keys":       map[string]any{"key-0": key},
+		"userdata":          string(inst.UserData),
+		"vendordata":        string(inst.VendorData),
+		"ec2_instance_id":   "waf-009",
+		"ec2_keys":          map[string]any{"key-0": key},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("cloud-init read (-want +cloud-init):\n%s", d)
+	}
+}
