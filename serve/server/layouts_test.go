@@ -165,3 +165,25 @@ func TestVendorHTTP(t *testing.T) {
 		t.Errorf("meta_data/local-hostname: %d %q", code, body)
 	}
 }
+
+// A neighbour's routes (status, metrics) are mounted beside the
+// layouts, and the observer hears each request's layout and status.
+func TestExtraAndObserver(t *testing.T) {
+	f := start(t, Config{Extra: map[string]http.Handler{
+		"GET /status": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("all well")) }),
+	}})
+	if code, body := get(t, clientFrom(addr1), f.url+"/status", nil); code != http.StatusOK || body != "all well" {
+		t.Errorf("/status: %d %q", code, body)
+	}
+	get(t, clientFrom(addr1), f.url+"/nocloud/meta-data", nil)
+	get(t, clientFrom(addr1), f.url+"/nocloud/nobody/meta-data", nil)
+	f.obs.mu.Lock()
+	defer f.obs.mu.Unlock()
+	want := []string{"nocloud OK", "nocloud Not Found"}
+	if strings.Join(f.obs.status, ",") != strings.Join(want, ",") {
+		t.Errorf("observer heard %q, want %q", f.obs.status, want)
+	}
+	if len(f.obs.served) != 1 || f.obs.served[0] != "waf-001 nocloud meta-data "+addr1 {
+		t.Errorf("observer heard served %q", f.obs.served)
+	}
+}

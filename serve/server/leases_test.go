@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +119,21 @@ func FuzzParseLeases(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A request from an address whose lease is not in the file yet waits
+// for it (dnsmasq writes the file a moment after its ACK) rather than
+// costing the instance its seed.
+func TestLeaseShowsLate(t *testing.T) {
+	f := start(t, Config{LeaseWait: 5 * time.Second})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		line := "0 " + mac1 + " 127.0.0.7 waf-001 *\n"
+		os.WriteFile(f.leases+".new", []byte(line), 0o644)
+		os.Rename(f.leases+".new", f.leases)
+	}()
+	// waf-001 asks from 127.0.0.7, which no address selector names.
+	if code, body := get(t, clientFrom("127.0.0.7"), f.url+"/nocloud/meta-data", nil); code != 200 || !strings.Contains(body, "waf-001") {
+		t.Errorf("lease written after the request: %d %q", code, body)
+	}
 }

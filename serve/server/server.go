@@ -61,6 +61,11 @@ type Config struct {
 	// Leases are dnsmasq or ISC dhcpd lease files, for instances found
 	// by the address they ask from.
 	Leases []string
+	// LeaseWait is how long a request from an address no lease names
+	// waits for one to show: dnsmasq writes its file a moment after the
+	// ACK, and the instance asks at once. 3s unless set; negative does
+	// not wait.
+	LeaseWait time.Duration
 	// IMDSv1 lets EC2 GETs through without a session token.
 	IMDSv1 bool
 	// VendorPrefix is where the VendorHTTP layout is served:
@@ -118,6 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.LeaseWait == 0 {
+		cfg.LeaseWait = 3 * time.Second
 	}
 	if cfg.VendorPrefix == "" {
 		cfg.VendorPrefix = "/vendor/"
@@ -254,7 +262,16 @@ func (s *Server) byAddress(r *request) (inst *inventory.Instance, how, why strin
 	if s.leases == nil {
 		return nil, "", fmt.Sprintf("no instance has address %s (and no --leases to look it up in)", r.remote)
 	}
+	deadline := time.Now().Add(s.cfg.LeaseWait)
 	mac, ok := s.leases.MAC(r.remote)
+	for !ok && time.Now().Before(deadline) {
+		select {
+		case <-r.Context().Done():
+			return nil, "", "gone while waiting for a lease of " + r.remote.String()
+		case <-time.After(100 * time.Millisecond):
+		}
+		mac, ok = s.leases.MAC(r.remote)
+	}
 	if !ok {
 		return nil, "", fmt.Sprintf("no instance has address %s, and no lease gave it", r.remote)
 	}

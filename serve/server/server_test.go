@@ -164,6 +164,9 @@ func start(t *testing.T, cfg Config, extra ...map[string]string) *fixture {
 	cfg.Dir = f.dir
 	cfg.Leases = append(cfg.Leases, f.leases)
 	cfg.Observer = f.obs
+	if cfg.LeaseWait == 0 {
+		cfg.LeaseWait = -1
+	}
 	cfg.Log = testLog(t)
 	if cfg.SignKey != nil {
 		cfg.SignKey = priv
