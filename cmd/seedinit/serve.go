@@ -18,7 +18,7 @@ import (
 	"github.com/seedinit/seedinit/serve/server"
 )
 
-const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--imdsv1] [--vendor-prefix /PATH/] DIR | seedinit serve check [--show INSTANCE] DIR"
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--imdsv1] [--vendor-prefix /PATH/] DIR | seedinit serve check [--show INSTANCE] DIR"
 
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
 // inventory (check), serve it (run, or no verb).
@@ -46,6 +46,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	signKey := fs.String("sign-key", "", "Ed25519 private key (OpenSSH format, unencrypted) to sign each instance's seed with")
 	var leases stringList
 	fs.Var(&leases, "leases", "dnsmasq or ISC dhcpd lease file, to find an instance by the address it asks from (repeatable)")
+	leaseWait := fs.Duration("lease-wait", 3*time.Second, "how long a request from an address no lease names yet waits for one")
 	imdsv1 := fs.Bool("imdsv1", false, "answer EC2 GETs without an IMDSv2 token")
 	vendorPrefix := fs.String("vendor-prefix", "/vendor/", "where the VendorHTTP layout is served")
 	reload := fs.Duration("reload", 2*time.Second, "how often the inventory's files are checked for edits (0: only on SIGHUP)")
@@ -80,7 +81,10 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
-	srv, err := server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases,
+	if *leaseWait <= 0 {
+		*leaseWait = -1 // the flag's 0 is "do not wait", Config's is the default
+	}
+	srv, err := server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait,
 		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log})
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
