@@ -58,3 +58,20 @@ func TestServeRefusesToStart(t *testing.T) {
 		t.Errorf("serve alone: exit %d\n%s", code, stderr)
 	}
 }
+
+// --dhcp's server address is the interface's own in the range's subnet.
+func TestServeDHCPConfig(t *testing.T) {
+	cfg, err := dhcpConfig("127.0.0.20-127.0.0.30/8", "lo", "", []string{"127.0.0.53"})
+	if err != nil || cfg.ServerIP.String() != "127.0.0.1" || len(cfg.DNS) != 1 {
+		t.Errorf("lo: %+v %v", cfg, err)
+	}
+	for _, tc := range []struct{ spec, iface, want string }{
+		{"127.0.0.20-127.0.0.30/8", "", "needs --dhcp-interface"},
+		{"10.99.0.10-10.99.0.20/24", "lo", "no IPv4 address in 10.99.0.0/24"},
+		{"127.0.0.20/8", "lo", "FIRST-LAST/PREFIX"},
+	} {
+		if _, err := dhcpConfig(tc.spec, tc.iface, "", nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s on %q: %v, want %q", tc.spec, tc.iface, err, tc.want)
+		}
+	}
+}

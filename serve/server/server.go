@@ -61,6 +61,9 @@ type Config struct {
 	// Leases are dnsmasq or ISC dhcpd lease files, for instances found
 	// by the address they ask from.
 	Leases []string
+	// LeaseSources are more places to find an address's MAC, asked
+	// before the lease files: the server's own DHCP (NewDHCP).
+	LeaseSources []LeaseSource
 	// LeaseWait is how long a request from an address no lease names
 	// waits for one to show: dnsmasq writes its file a moment after the
 	// ACK, and the instance asks at once. 3s unless set; negative does
@@ -86,6 +89,12 @@ type Config struct {
 	Now func() time.Time
 }
 
+// LeaseSource finds the MAC an address is leased to: Leases (files) and
+// DHCP (the server's own) are two.
+type LeaseSource interface {
+	MAC(netip.Addr) (string, bool)
+}
+
 // Server serves one inventory, reloaded when it changes.
 type Server struct {
 	cfg    Config
@@ -93,7 +102,7 @@ type Server struct {
 	obs    Observer
 	mux    *http.ServeMux
 	gen    atomic.Pointer[generation]
-	leases *Leases
+	leases []LeaseSource
 	tokens *tokens
 	// reloadMu keeps two reloads from racing; fingerprint is the
 	// inventory files' state the current generation was loaded from.
@@ -142,8 +151,9 @@ func New(cfg Config) (*Server, error) {
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
+	s.leases = append(s.leases, cfg.LeaseSources...)
 	if len(cfg.Leases) > 0 {
-		s.leases = NewLeases(cfg.Leases, cfg.Now)
+		s.leases = append(s.leases, NewLeases(cfg.Leases, cfg.Now))
 	}
 	inv := cfg.Inventory
 	if inv == nil {
@@ -259,18 +269,26 @@ func (s *Server) byAddress(r *request) (inst *inventory.Instance, how, why strin
 	if inst, ok := r.gen.inv.ByAddress(r.remote); ok {
 		return inst, "address", ""
 	}
-	if s.leases == nil {
+	if len(s.leases) == 0 {
 		return nil, "", fmt.Sprintf("no instance has address %s (and no --leases to look it up in)", r.remote)
 	}
+	leased := func() (string, bool) {
+		for _, src := range s.leases {
+			if mac, ok := src.MAC(r.remote); ok {
+				return mac, true
+			}
+		}
+		return "", false
+	}
 	deadline := time.Now().Add(s.cfg.LeaseWait)
-	mac, ok := s.leases.MAC(r.remote)
+	mac, ok := leased()
 	for !ok && time.Now().Before(deadline) {
 		select {
 		case <-r.Context().Done():
 			return nil, "", "gone while waiting for a lease of " + r.remote.String()
 		case <-time.After(100 * time.Millisecond):
 		}
-		mac, ok = s.leases.MAC(r.remote)
+		mac, ok = leased()
 	}
 	if !ok {
 		return nil, "", fmt.Sprintf("no instance has address %s, and no lease gave it", r.remote)
