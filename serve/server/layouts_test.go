@@ -24,12 +24,15 @@ func TestOpenStack(t *testing.T) {
 	if !strings.Contains(string(s.UserData), "/etc/appliance/role") || !strings.Contains(string(s.VendorData), "ntp") {
 		t.Errorf("user-data %q, vendor-data %q: not the fleet's", s.UserData, s.VendorData)
 	}
+	if s.NetworkFormat != "network_data.json" || !strings.Contains(string(s.NetworkConfig), mac1) {
+		t.Errorf("network %s %q: want network_data.json naming waf-001's MAC", s.NetworkFormat, s.NetworkConfig)
+	}
 	if !strings.Contains(s.Subplatform, f.url) {
 		t.Errorf("subplatform %q", s.Subplatform)
 	}
 	_, d := f.decide(s, uuid1, mac1)
 	for _, p := range d.Parts {
-		if p.Part == "meta-data" || p.Part == "user-data" {
+		if p.Part == "meta-data" || p.Part == "user-data" || p.Part == "network-config" {
 			if p.Verdict != "trusted" {
 				t.Errorf("require: %s %s (%s)", p.Part, p.Verdict, p.Detail)
 			}

@@ -105,10 +105,25 @@ func openStackVendor(inst *inventory.Instance) []byte {
 	return b
 }
 
+// openStackNetwork is inst's network config as network_data.json, nil
+// when it has none or it does not convert (said once per inventory
+// load).
+func (s *Server) openStackNetwork(r *request, inst *inventory.Instance) []byte {
+	if inst.NetworkDoc == nil {
+		return nil
+	}
+	b, err := networkDataJSON(inst.NetworkDoc)
+	if err != nil {
+		if _, told := r.gen.netWarned.LoadOrStore(inst, true); !told {
+			s.log.Warn("no network_data.json for the OpenStack layout", "instance", inst.Name, "why", err.Error())
+		}
+		return nil
+	}
+	return b
+}
+
 // serveOpenStack answers the OpenStack metadata service's openstack/
-// tree for the instance asking by its address. network_data.json is not
-// served: the inventory's network config is cloud-init's v1 or v2, which
-// NoCloud carries.
+// tree for the instance asking by its address.
 func (s *Server) serveOpenStack(w http.ResponseWriter, r *request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		s.refuse(w, r, http.StatusMethodNotAllowed, "only GET")
@@ -134,7 +149,8 @@ func (s *Server) serveOpenStack(w http.ResponseWriter, r *request) {
 		s.refuse(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	parts := map[string][]byte{"meta-data": meta, "user-data": inst.UserData}
+	netData := s.openStackNetwork(r, inst)
+	parts := map[string][]byte{"meta-data": meta, "user-data": inst.UserData, "network-config": netData}
 	if isManifest, sig := isManifestFile(file); isManifest {
 		s.serveManifest(w, r, inst, sig, parts)
 		return
@@ -144,6 +160,9 @@ func (s *Server) serveOpenStack(w http.ResponseWriter, r *request) {
 		files := []string{"meta_data.json", "vendor_data.json", "vendor_data2.json"}
 		if inst.UserData != nil {
 			files = append(files, "user_data")
+		}
+		if netData != nil {
+			files = append(files, "network_data.json")
 		}
 		s.serve(w, r, inst, "listing", "text/plain", []byte(strings.Join(files, "\n")))
 	case "meta_data.json":
@@ -156,6 +175,12 @@ func (s *Server) serveOpenStack(w http.ResponseWriter, r *request) {
 		s.serve(w, r, inst, file, "application/octet-stream", inst.UserData)
 	case "vendor_data.json":
 		s.serve(w, r, inst, file, "application/json", openStackVendor(inst))
+	case "network_data.json":
+		if netData == nil {
+			http.Error(w, "instance "+inst.Name+" has no network_data.json", http.StatusNotFound)
+			return
+		}
+		s.serve(w, r, inst, file, "application/json", netData)
 	case "vendor_data2.json":
 		s.serve(w, r, inst, file, "application/json", []byte("{}"))
 	default:

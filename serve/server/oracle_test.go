@@ -83,7 +83,7 @@ const openStackOracle = `
 import json, sys
 from cloudinit.sources.helpers import ec2 as ec2_utils
 from cloudinit.sources.helpers import openstack
-base = sys.argv[1]
+base, mac = sys.argv[1], sys.argv[2]
 # read_v2 also reads the EC2 tree, from 169.254.169.254 by default: here
 # it is the same loopback server's.
 openstack.MetadataReader._read_ec2_metadata = lambda self: ec2_utils.get_instance_metadata(
@@ -100,13 +100,15 @@ print(json.dumps({
     "vendordata": sources.convert_vendordata(r["vendordata"]),
     "ec2_instance_id": r["ec2-metadata"].get("instance-id"),
     "ec2_keys": r["ec2-metadata"].get("public-keys"),
+    "net": [[c["type"], c.get("mac_address"), c.get("name"), [sn["type"] for sn in c.get("subnets", [])]]
+            for c in openstack.convert_net_json(r["networkdata"], known_macs={mac: "mgmt"})["config"]],
 }))
 `
 
 // cloud-init's OpenStack metadata reader (read_v2, what
 // DataSourceOpenStack calls), asking from 127.0.0.1 (an address selector
 // here), reads the instance's meta_data.json, user_data and
-// vendor_data.json, and the EC2 tree beside them (IMDSv1, as cloud-init's
+// vendor_data.json, network_data.json, and the EC2 tree beside them (IMDSv1, as cloud-init's
 // OpenStack source asks).
 func TestOpenStackOracle(t *testing.T) {
 	f := start(t, Config{IMDSv1: true}, map[string]string{"instances/waf-009.yaml": `instance: waf-009
@@ -114,7 +116,7 @@ groups: [waf]
 selectors: {mac: 52:54:00:00:00:09, address: 127.0.0.1}
 `})
 	inst, _ := f.srv.Inventory().Instance("waf-009")
-	got := runOracle(t, openStackOracle, f.url)
+	got := runOracle(t, openStackOracle, f.url, "52:54:00:00:00:09")
 	key := publicKeys(inst.MetaData)[0]
 	want := map[string]any{
 		"version":           float64(2),
@@ -126,6 +128,9 @@ selectors: {mac: 52:54:00:00:00:09, address: 127.0.0.1}
 		"vendordata":        string(inst.VendorData),
 		"ec2_instance_id":   "waf-009",
 		"ec2_keys":          map[string]any{"key-0": key},
+		// network_data.json made from the v2 config: the NIC by its MAC,
+		// with DHCP, as convert_net_json reads it.
+		"net": []any{[]any{"physical", "52:54:00:00:00:09", "mgmt", []any{"dhcp4"}}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("cloud-init read (-want +cloud-init):\n%s", d)

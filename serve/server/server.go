@@ -117,6 +117,9 @@ type generation struct {
 	loadedAt  time.Time
 	mu        sync.Mutex
 	manifests map[manifestKey]*signed
+	// netWarned are the instances whose network config was said not to
+	// convert to network_data.json.
+	netWarned sync.Map
 }
 
 type nopObserver struct{}
