@@ -136,3 +136,52 @@ selectors: {mac: 52:54:00:00:00:09, address: 127.0.0.1}
 		t.Errorf("cloud-init read (-want +cloud-init):\n%s", d)
 	}
 }
+
+const ec2Oracle = `
+import json, sys
+from cloudinit import url_helper
+from cloudinit.sources.helpers import ec2
+base, version = sys.argv[1], "2021-03-23"
+tok = url_helper.readurl(base + "/latest/api/token", request_method="PUT",
+    headers={"X-aws-ec2-metadata-token-ttl-seconds": "21600"}, timeout=5, retries=0).contents.decode()
+hdr = lambda url: {"X-aws-ec2-metadata-token": tok}
+md = ec2.get_instance_metadata(version, base, headers_cb=hdr, timeout=5, retries=0)
+ud = ec2.get_instance_userdata(version, base, headers_cb=hdr, timeout=5, retries=0)
+ident = ec2.get_instance_identity(version, base, headers_cb=hdr, timeout=5, retries=0)
+# Without the token, nothing: cloud-init's IMDSv1 read gets an empty
+# user-data (it swallows the 401).
+ud_v1 = "refused" if not ec2.get_instance_userdata(version, base, timeout=5, retries=0) else "answered"
+print(json.dumps({"md": md, "ud": ud.decode(), "identity": ident["document"], "imdsv1": ud_v1}))
+`
+
+// cloud-init's EC2 helpers, with the IMDSv2 token its Ec2 source asks
+// for, crawl the meta-data tree, user-data and identity document of the
+// instance asking from 127.0.0.1; without a token they get nothing.
+func TestEC2Oracle(t *testing.T) {
+	f := start(t, Config{}, map[string]string{"instances/waf-009.yaml": `instance: waf-009
+groups: [waf]
+selectors: {mac: 52:54:00:00:00:09, address: 127.0.0.1}
+meta-data: {region: lab-1}
+`})
+	inst, _ := f.srv.Inventory().Instance("waf-009")
+	got := runOracle(t, ec2Oracle, f.url)
+	key := publicKeys(inst.MetaData)[0]
+	want := map[string]any{
+		"md": map[string]any{
+			"instance-id": "waf-009", "local-hostname": "waf-009", "hostname": "waf-009",
+			"local-ipv4": "127.0.0.1", "mac": "52:54:00:00:00:09",
+			"placement":   map[string]any{"availability-zone": "lab-1a", "region": "lab-1"},
+			"public-keys": map[string]any{"key-0": key},
+			"network": map[string]any{"interfaces": map[string]any{"macs": map[string]any{
+				"52:54:00:00:00:09": map[string]any{"mac": "52:54:00:00:00:09", "device-number": "0"},
+			}}},
+		},
+		"ud": string(inst.UserData),
+		"identity": map[string]any{"instanceId": "waf-009", "availabilityZone": "lab-1a", "region": "lab-1",
+			"privateIp": "127.0.0.1", "version": "2017-09-30"},
+		"imdsv1": "refused",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("cloud-init read (-want +cloud-init):\n%s", d)
+	}
+}
