@@ -190,3 +190,12 @@ func TestExtraAndObserver(t *testing.T) {
 		t.Errorf("observer heard served %q", f.obs.served)
 	}
 }
+
+// A neighbour's route that takes a layout's path is an error, not a
+// panic.
+func TestExtraConflict(t *testing.T) {
+	_, err := New(Config{Dir: writeFleet(t, fleet), Extra: map[string]http.Handler{"/nocloud/": http.NotFoundHandler()}})
+	if err == nil || !strings.Contains(err.Error(), `"/nocloud/"`) {
+		t.Errorf("New with a conflicting route: %v", err)
+	}
+}

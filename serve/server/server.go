@@ -176,9 +176,23 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle(cfg.VendorPrefix, s.layout("vendor", s.serveVendor))
 	s.mux.Handle("/", s.layout("ec2", s.serveEC2))
 	for pattern, h := range cfg.Extra {
-		s.mux.Handle(pattern, h)
+		if err := handle(s.mux, pattern, h); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// handle is mux.Handle with its panic (a pattern taken, or malformed)
+// turned into an error naming the pattern.
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("mount %q: %v", pattern, p)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
 }
 
 // Inventory is the inventory being served now.
@@ -247,7 +261,7 @@ func (s *Server) remoteAddr(r *http.Request) (netip.Addr, bool) {
 func (s *Server) refuse(w http.ResponseWriter, r *request, status int, why string) {
 	remote := r.remote.String()
 	s.log.Info("refused", "layout", r.layout, "remote", remote, "method", r.Method, "path", clip(r.URL.Path), "status", status, "why", why)
-	s.obs.Refused(remote, r.URL.Path, why)
+	s.obs.Refused(remote, clip(r.URL.Path), why)
 	http.Error(w, http.StatusText(status)+": "+why, status)
 }
 
