@@ -131,7 +131,7 @@ func (d *DHCP) Handle(conn net.PacketConn, peer net.Addr, m *dhcpv4.DHCPv4) {
 	var yours netip.Addr
 	switch m.MessageType() {
 	case dhcpv4.MessageTypeDiscover:
-		if yours, ok = d.allocate(mac, inst); !ok {
+		if yours, ok = d.allocate(mac, inst, netip.Addr{}); !ok {
 			d.log.Warn("DHCP refused", "mac", mac, "instance", inst.Name, "why", "no free address in the range")
 			return
 		}
@@ -151,7 +151,10 @@ func (d *DHCP) Handle(conn net.PacketConn, peer net.Addr, m *dhcpv4.DHCPv4) {
 			want = m.ClientIPAddr
 		}
 		wa, _ := netip.AddrFromSlice(want.To4())
-		held, ok := d.allocate(mac, inst)
+		// A client that had a lease before this server started asks for
+		// it again (INIT-REBOOT, or a renewal): it keeps it when it is
+		// free, so a restart moves no instance.
+		held, ok := d.allocate(mac, inst, wa)
 		if !ok || wa != held {
 			d.log.Info("DHCP NAK", "mac", mac, "instance", inst.Name, "asked", wa.String(), "why", "not the address this instance holds")
 			mt, yours = dhcpv4.MessageTypeNak, netip.Addr{}
@@ -219,9 +222,10 @@ func replyTo(m *dhcpv4.DHCPv4, peer net.Addr) net.Addr {
 }
 
 // allocate is the address mac holds, held anew when it has none: its
-// instance's own (a host address selector in the range), else the next
-// one no other MAC holds.
-func (d *DHCP) allocate(mac string, inst *inventory.Instance) (netip.Addr, bool) {
+// instance's own (a host address selector in the range), else asked
+// (when valid, in the range, and neither held nor reserved), else the
+// next one no other MAC holds.
+func (d *DHCP) allocate(mac string, inst *inventory.Instance, asked netip.Addr) (netip.Addr, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if a, ok := d.mac[mac]; ok {
@@ -249,6 +253,10 @@ func (d *DHCP) allocate(mac string, inst *inventory.Instance) (netip.Addr, bool)
 				reserved[p.Addr()] = true
 			}
 		}
+	}
+	if asked.IsValid() && inRange(asked) && asked != d.cfg.ServerIP && !reserved[asked] && !taken(asked) {
+		d.mac[mac], d.held[asked] = asked, mac
+		return asked, true
 	}
 	for a := d.cfg.First; inRange(a); a = a.Next() {
 		if a != d.cfg.ServerIP && !reserved[a] && !taken(a) {

@@ -88,6 +88,22 @@ func TestDHCP(t *testing.T) {
 	if mac, ok := d.MAC(netip.MustParseAddr("127.0.0.20")); !ok || mac != mac2 {
 		t.Errorf("lease of 127.0.0.20: %q %v", mac, ok)
 	}
+
+	// After a restart (a new server, no memory), waf-002 asking again
+	// for its address (INIT-REBOOT) keeps it.
+	d2 := NewDHCP(d.cfg, d.inv, testLog(t), nil)
+	srv2, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go d2.Serve(srv2)
+	t.Cleanup(func() { srv2.Close() })
+	d, srvConn = d2, srv2
+	reboot, _ := dhcpv4.New(dhcpv4.WithHwAddr(hw), dhcpv4.WithMessageType(dhcpv4.MessageTypeRequest),
+		dhcpv4.WithOption(dhcpv4.OptRequestedIPAddress(net.ParseIP("127.0.0.29"))))
+	if ack := exchange(reboot); ack == nil || ack.MessageType() != dhcpv4.MessageTypeAck || !ack.YourIPAddr.Equal(net.ParseIP("127.0.0.29")) {
+		t.Errorf("INIT-REBOOT for a free address after a restart: %v", ack)
+	}
 }
 
 func TestParseDHCPRange(t *testing.T) {
