@@ -10,7 +10,7 @@ import (
 )
 
 // ReadSigningKey reads an unencrypted Ed25519 private key in OpenSSH's
-// format (ssh-keygen -t ed25519 -N ''): the key `seedinit seed sign`,
+// format (made by ssh-keygen -t ed25519 with no passphrase): the key `seedinit seed sign`,
 // `seed build --sign-key` and `serve --sign-key` sign manifests with.
 func ReadSigningKey(path string) (ed25519.PrivateKey, error) {
 	b, err := os.ReadFile(path)
