@@ -176,21 +176,7 @@ func runSeed(args []string, stdout, stderr io.Writer) int {
 }
 
 // readSigningKey reads an unencrypted Ed25519 private key.
-func readSigningKey(path string) (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	k, err := sshkey.ParseRawPrivateKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("%s: a %T; seed signatures are Ed25519", path, k)
-	}
-	return priv, nil
-}
+func readSigningKey(path string) (ed25519.PrivateKey, error) { return trust.ReadSigningKey(path) }
 
 // trustExtras checks the trusted keys (every line an Ed25519 key) and the
 // policy, and makes them the initramfs's files.

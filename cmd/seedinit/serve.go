@@ -1,24 +1,143 @@
 package main
 
 import (
+	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
+	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/serve/inventory"
+	"github.com/seedinit/seedinit/serve/server"
 )
 
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] DIR | seedinit serve check [--show INSTANCE] DIR"
+
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
-// inventory (check), and more below.
+// inventory (check), serve it (run, or no verb).
 func runServe(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "check":
 			return runServeCheck(args[1:], stdout, stderr)
+		case "run":
+			return runServeRun(args[1:], stdout, stderr)
 		}
 	}
-	return fail(stderr, "serve: usage: seedinit serve check [--show INSTANCE] DIR")
+	if len(args) == 0 {
+		return fail(stderr, serveUsage)
+	}
+	return runServeRun(args, stdout, stderr)
+}
+
+// runServeRun is `seedinit serve [run] DIR`: serve the inventory in
+// every layout until SIGINT or SIGTERM; SIGHUP rereads it (as does an
+// edit, seen within --reload).
+func runServeRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seedinit serve", flag.ContinueOnError)
+	listen := fs.String("listen", ":8080", "address to listen on")
+	signKey := fs.String("sign-key", "", "Ed25519 private key (OpenSSH format, unencrypted) to sign each instance's seed with")
+	var leases stringList
+	fs.Var(&leases, "leases", "dnsmasq or ISC dhcpd lease file, to find an instance by the address it asks from (repeatable)")
+	leaseWait := fs.Duration("lease-wait", 3*time.Second, "how long a request from an address no lease names yet waits for one")
+	dhcpRange := fs.String("dhcp", "", "also serve DHCPv4 to the inventory's MACs from this range, FIRST-LAST/PREFIX (needs --dhcp-interface)")
+	dhcpIface := fs.String("dhcp-interface", "", "the link to serve DHCP on; its IPv4 address in the range's subnet is the server's")
+	dhcpRouter := fs.String("dhcp-router", "", "the router DHCP gives (none unless set)")
+	var dhcpDNS stringList
+	fs.Var(&dhcpDNS, "dhcp-dns", "a DNS server DHCP gives (repeatable)")
+	imdsv1 := fs.Bool("imdsv1", false, "answer EC2 GETs without an IMDSv2 token")
+	vendorPrefix := fs.String("vendor-prefix", "/vendor/", "where the VendorHTTP layout is served")
+	reload := fs.Duration("reload", 2*time.Second, "how often the inventory's files are checked for edits (0: only on SIGHUP)")
+	verbose := fs.Bool("verbose", false, "log every part served")
+	rest, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		return fail(stderr, serveUsage)
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var priv ed25519.PrivateKey
+	if *signKey != "" {
+		var err error
+		if priv, err = trust.ReadSigningKey(*signKey); err != nil {
+			return fail(stderr, "serve: --sign-key: %v", err)
+		}
+	}
+	inv, err := inventory.Load(rest[0])
+	var problems inventory.Problems
+	if errors.As(err, &problems) {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		return fail(stderr, "serve: %s: %d problems (seedinit serve check %s)", rest[0], len(problems), rest[0])
+	}
+	if err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	if *leaseWait <= 0 {
+		*leaseWait = -1 // the flag's 0 is "do not wait", Config's is the default
+	}
+	var srv *server.Server
+	var dhcp *server.DHCP
+	var sources []server.LeaseSource
+	if *dhcpRange != "" {
+		cfg, err := dhcpConfig(*dhcpRange, *dhcpIface, *dhcpRouter, dhcpDNS)
+		if err != nil {
+			return fail(stderr, "serve: %v", err)
+		}
+		dhcp = server.NewDHCP(cfg, func() *inventory.Inventory { return srv.Inventory() }, log, nil)
+		sources = append(sources, dhcp)
+	}
+	srv, err = server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
+		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log})
+	if err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				srv.Reload()
+			}
+		}
+	}()
+	if dhcp != nil {
+		conn, err := dhcp.Listen(*dhcpIface)
+		if err != nil {
+			return fail(stderr, "serve: %v", err)
+		}
+		defer conn.Close()
+		go func() {
+			if err := dhcp.Serve(conn); err != nil && ctx.Err() == nil {
+				log.Error("DHCP server stopped", "error", err.Error())
+			}
+		}()
+	}
+	if err := srv.ListenAndServe(ctx, *listen, *reload); err != nil {
+		return fail(stderr, "serve: %v", err)
+	}
+	return exitOK
 }
 
 // runServeCheck is `seedinit serve check DIR`: load the inventory as
@@ -81,4 +200,48 @@ func showInstance(w io.Writer, inst *inventory.Instance) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// dhcpConfig is --dhcp's: the range, and the server's own address, which
+// is the interface's in the range's subnet.
+func dhcpConfig(rangeSpec, iface, router string, dns []string) (server.DHCPConfig, error) {
+	var cfg server.DHCPConfig
+	first, last, prefix, err := server.ParseDHCPRange(rangeSpec)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.First, cfg.Last, cfg.Prefix = first, last, prefix
+	if iface == "" {
+		return cfg, errors.New("--dhcp needs --dhcp-interface")
+	}
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return cfg, fmt.Errorf("--dhcp-interface %s: %w", iface, err)
+	}
+	addrs, _ := ifi.Addrs()
+	subnet := netip.PrefixFrom(first, prefix).Masked()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok && subnet.Contains(ip) {
+				cfg.ServerIP = ip
+				break
+			}
+		}
+	}
+	if !cfg.ServerIP.IsValid() {
+		return cfg, fmt.Errorf("--dhcp-interface %s has no IPv4 address in %s", iface, subnet)
+	}
+	if router != "" {
+		if cfg.Router, err = netip.ParseAddr(router); err != nil || !cfg.Router.Is4() {
+			return cfg, fmt.Errorf("--dhcp-router %q: want an IPv4 address", router)
+		}
+	}
+	for _, d := range dns {
+		a, err := netip.ParseAddr(d)
+		if err != nil || !a.Is4() {
+			return cfg, fmt.Errorf("--dhcp-dns %q: want an IPv4 address", d)
+		}
+		cfg.DNS = append(cfg.DNS, a)
+	}
+	return cfg, nil
 }

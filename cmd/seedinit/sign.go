@@ -129,15 +129,7 @@ func signManifest(priv ed25519.PrivateKey, m *trust.Manifest, in seedimg.SignInp
 		uid, gid := max(f.UID, 0), max(f.GID, 0)
 		mm.Bootstrap[f.Path] = trust.BootstrapFile{Digest: trust.Digest(f.Content), Mode: f.Mode & 0o777, UID: uid, GID: gid}
 	}
-	if len(mm.Parts)+len(mm.Files)+len(mm.Bootstrap) == 0 {
-		return nil, nil, errors.New("no part to sign")
-	}
-	body := mm.Marshal()
-	sig, err := trust.Sign(priv, body)
-	if err != nil {
-		return nil, nil, err
-	}
-	return body, sig, nil
+	return trust.SignManifest(priv, &mm)
 }
 
 // configDriveRoles are a config drive's files that a manifest covers.

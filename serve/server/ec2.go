@@ -1,0 +1,292 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seedinit/seedinit/serve/inventory"
+)
+
+// IMDSv2, as EC2 answers it: a PUT to /latest/api/token with a TTL of 1
+// to 21600 seconds gives a token; GETs carry it. The token here is bound
+// to the address that asked for it, so an address that did not PUT
+// cannot replay another's, and a PUT with X-Forwarded-For is refused as
+// EC2 refuses it: a proxy on the instance (an SSRF) does not get one.
+const (
+	tokenHeader    = "X-aws-ec2-metadata-token"
+	tokenTTLHeader = "X-aws-ec2-metadata-token-ttl-seconds"
+	maxTokenTTL    = 21600
+	// maxTokens bounds the table: a client that PUTs in a loop cannot
+	// grow it without end.
+	maxTokens = 1 << 18
+)
+
+type tokenInfo struct {
+	remote  netip.Addr
+	expires time.Time
+}
+
+type tokens struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]tokenInfo
+}
+
+func newTokens(now func() time.Time) *tokens {
+	return &tokens{now: now, m: map[string]tokenInfo{}}
+}
+
+// issue makes a token for remote that lasts ttl; false when the table
+// is full of live tokens.
+func (t *tokens) issue(remote netip.Addr, ttl time.Duration) (string, bool) {
+	var raw [32]byte
+	rand.Read(raw[:])
+	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) >= maxTokens {
+		for k, v := range t.m {
+			if !now.Before(v.expires) {
+				delete(t.m, k)
+			}
+		}
+		if len(t.m) >= maxTokens {
+			return "", false
+		}
+	}
+	t.m[tok] = tokenInfo{remote: remote, expires: now.Add(ttl)}
+	return tok, true
+}
+
+// check says why tok does not let remote in, "" when it does.
+func (t *tokens) check(tok string, remote netip.Addr) string {
+	t.mu.Lock()
+	info, ok := t.m[tok]
+	t.mu.Unlock()
+	switch {
+	case !ok:
+		return "unknown IMDSv2 token"
+	case !t.now().Before(info.expires):
+		return "expired IMDSv2 token"
+	case info.remote != remote:
+		return "IMDSv2 token issued to another address"
+	}
+	return ""
+}
+
+// ec2Version is an API version in a path: latest, 1.0 or a date.
+var ec2Version = regexp.MustCompile(`^(latest|1\.0|[0-9]{4}-[0-9]{2}-[0-9]{2})$`)
+
+// ec2Versions are the versions the root lists.
+var ec2Versions = []string{"1.0", "2009-04-04", "2016-09-02", "2018-09-24", "2021-03-23", "latest"}
+
+// serveEC2 answers EC2's instance metadata service for the instance
+// asking by its address, and anything on the mux no other layout took.
+func (s *Server) serveEC2(w http.ResponseWriter, r *request) {
+	p := r.URL.Path
+	if p == "/latest/api/token" {
+		s.serveToken(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.refuse(w, r, http.StatusMethodNotAllowed, "only GET, and PUT for /latest/api/token")
+		return
+	}
+	if p == "/" {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(strings.Join(ec2Versions, "\n")))
+		return
+	}
+	version, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	if !ec2Version.MatchString(version) {
+		s.refuse(w, r, http.StatusNotFound, "no such path")
+		return
+	}
+	if tok := r.Header.Get(tokenHeader); tok != "" {
+		if why := s.tokens.check(tok, r.remote); why != "" {
+			s.refuse(w, r, http.StatusUnauthorized, why)
+			return
+		}
+	} else if !s.cfg.IMDSv1 {
+		s.refuse(w, r, http.StatusUnauthorized, "no IMDSv2 token (IMDSv1 is off: seedinit serve --imdsv1 allows it)")
+		return
+	}
+	inst, _, why := s.byAddress(r)
+	if inst == nil {
+		s.refuse(w, r, http.StatusNotFound, why)
+		return
+	}
+	switch {
+	case rest == "":
+		s.serve(w, r, inst, "listing", "text/plain", []byte("dynamic\nmeta-data\nuser-data"))
+	case rest == "user-data":
+		if inst.UserData == nil {
+			http.Error(w, "instance "+inst.Name+" has no user-data", http.StatusNotFound)
+			return
+		}
+		s.serve(w, r, inst, "user-data", "application/octet-stream", inst.UserData)
+	case rest == "meta-data" || strings.HasPrefix(rest, "meta-data/"):
+		s.serveEC2Tree(w, r, inst, ec2MetaTree(inst, r.remote), strings.TrimPrefix(rest, "meta-data"), "meta-data")
+	case rest == "dynamic" || strings.HasPrefix(rest, "dynamic/"):
+		doc, err := json.MarshalIndent(identityDocument(inst, r.remote), "", "  ")
+		if err != nil {
+			s.refuse(w, r, http.StatusInternalServerError, "encode identity document: "+err.Error())
+			return
+		}
+		tree := map[string]any{"instance-identity": map[string]any{"document": string(doc)}}
+		s.serveEC2Tree(w, r, inst, tree, strings.TrimPrefix(rest, "dynamic"), "dynamic")
+	default:
+		http.Error(w, "no such path", http.StatusNotFound)
+	}
+}
+
+// serveToken is the IMDSv2 token PUT.
+func (s *Server) serveToken(w http.ResponseWriter, r *request) {
+	if r.Method != http.MethodPut {
+		s.refuse(w, r, http.StatusMethodNotAllowed, "a token is asked for with PUT")
+		return
+	}
+	if r.Header.Get("X-Forwarded-For") != "" {
+		s.refuse(w, r, http.StatusForbidden, "token PUT with X-Forwarded-For (a proxy asking)")
+		return
+	}
+	ttl, err := strconv.Atoi(r.Header.Get(tokenTTLHeader))
+	if err != nil || ttl < 1 || ttl > maxTokenTTL {
+		s.refuse(w, r, http.StatusBadRequest, "want "+tokenTTLHeader+" of 1 to 21600")
+		return
+	}
+	if !r.remote.IsValid() {
+		s.refuse(w, r, http.StatusForbidden, "no source address to bind a token to")
+		return
+	}
+	tok, ok := s.tokens.issue(r.remote, time.Duration(ttl)*time.Second)
+	if !ok {
+		s.refuse(w, r, http.StatusServiceUnavailable, "token table full")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set(tokenTTLHeader, strconv.Itoa(ttl))
+	w.Write([]byte(tok))
+}
+
+// serveEC2Tree answers a path below a tree: a listing for a mapping
+// (children with a trailing slash), the value for a leaf.
+func (s *Server) serveEC2Tree(w http.ResponseWriter, r *request, inst *inventory.Instance, tree map[string]any, sub, part string) {
+	var node any = tree
+	for _, seg := range strings.Split(strings.Trim(sub, "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		m, ok := node.(map[string]any)
+		if !ok {
+			http.Error(w, "no such path", http.StatusNotFound)
+			return
+		}
+		if node, ok = m[seg]; !ok {
+			http.Error(w, "no such path", http.StatusNotFound)
+			return
+		}
+	}
+	switch x := node.(type) {
+	case string:
+		s.serve(w, r, inst, part+sub, "text/plain", []byte(x))
+	case map[string]any:
+		var names []string
+		for k, v := range x {
+			if _, dir := v.(map[string]any); dir {
+				k += "/"
+			}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		if strings.Trim(sub, "/") == "public-keys" {
+			// EC2 lists keys as N=name, each at N/openssh-key.
+			names = names[:0]
+			for i := range len(x) {
+				names = append(names, strconv.Itoa(i)+"=key-"+strconv.Itoa(i))
+			}
+		}
+		s.serve(w, r, inst, part+sub, "text/plain", []byte(strings.Join(names, "\n")))
+	}
+}
+
+// ec2MetaTree is the meta-data tree of inst as EC2 lays it out, from its
+// NoCloud meta-data; local-ipv4 is the address it asks from.
+func ec2MetaTree(inst *inventory.Instance, remote netip.Addr) map[string]any {
+	md := inst.MetaData
+	hostname := inst.Hostname
+	if h, ok := md["local-hostname"].(string); ok && h != "" {
+		hostname = h
+	}
+	t := map[string]any{
+		"instance-id": inst.InstanceID,
+	}
+	if hostname != "" {
+		t["local-hostname"] = hostname
+		t["hostname"] = hostname
+	}
+	if remote.IsValid() {
+		t["local-ipv4"] = remote.String()
+	}
+	placement := map[string]any{}
+	if az := ec2Zone(md); az != "" {
+		placement["availability-zone"] = az
+	}
+	if region, ok := md["region"].(string); ok && region != "" {
+		placement["region"] = region
+	}
+	if len(placement) > 0 {
+		t["placement"] = placement
+	}
+	if keys := publicKeys(md); len(keys) > 0 {
+		pk := map[string]any{}
+		for i, k := range keys {
+			pk[strconv.Itoa(i)] = map[string]any{"openssh-key": k}
+		}
+		t["public-keys"] = pk
+	}
+	if len(inst.MACs) > 0 {
+		macs := map[string]any{}
+		for i, mac := range inst.MACs {
+			nic := map[string]any{"mac": mac, "device-number": strconv.Itoa(i)}
+			macs[mac] = nic
+		}
+		t["mac"] = inst.MACs[0]
+		t["network"] = map[string]any{"interfaces": map[string]any{"macs": macs}}
+	}
+	return t
+}
+
+func ec2Zone(md map[string]any) string {
+	for _, k := range []string{"availability-zone", "availability_zone"} {
+		if az, ok := md[k].(string); ok && az != "" {
+			return az
+		}
+	}
+	return ""
+}
+
+// identityDocument is dynamic/instance-identity/document.
+func identityDocument(inst *inventory.Instance, remote netip.Addr) map[string]any {
+	doc := map[string]any{"instanceId": inst.InstanceID, "version": "2017-09-30"}
+	if az := ec2Zone(inst.MetaData); az != "" {
+		doc["availabilityZone"] = az
+	}
+	if region, ok := inst.MetaData["region"].(string); ok && region != "" {
+		doc["region"] = region
+	}
+	if remote.IsValid() {
+		doc["privateIp"] = remote.String()
+	}
+	return doc
+}
