@@ -16,6 +16,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "check":
 			return runServeCheck(args[1:], stdout, stderr)
+		case "export":
+			return runServeExport(args[1:], stdout, stderr)
+		case "status":
+			return runServeStatus(args[1:], stdout, stderr)
 		}
 	}
 	return fail(stderr, "serve: usage: seedinit serve check [--show INSTANCE] DIR")
