@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +125,25 @@ func eni(t *testing.T, data []byte, format string) string {
 	if err != nil {
 		t.Fatalf("render %s: %v", format, err)
 	}
-	return out
+	return sameBondSpelling(out)
+}
+
+// sameBondSpelling writes bond options as bond-mode: network_data.json
+// spells them bond_mode, and cloud-init releases differ in whether they
+// translate it; ifupdown reads both as the same option.
+// Each stanza's options are sorted: where the bond's own options go in
+// its stanza differs too, and ifupdown does not care.
+func sameBondSpelling(eni string) string {
+	eni = regexp.MustCompile(`(?m)^(\s+)bond_([a-z_]+)`).ReplaceAllStringFunc(eni, func(s string) string {
+		return strings.ReplaceAll(s, "_", "-")
+	})
+	stanzas := strings.Split(strings.TrimSpace(eni), "\n\n")
+	for i, st := range stanzas {
+		lines := strings.Split(st, "\n")
+		slices.Sort(lines[1:])
+		stanzas[i] = strings.Join(lines, "\n")
+	}
+	return strings.Join(stanzas, "\n\n")
 }
 
 // Each instance's image, read back by seedinit's own disk readers, holds
@@ -240,14 +260,7 @@ func TestExportOneFails(t *testing.T) {
 // cloud-init's convert_net_json rules (netup/parse), as the network the
 // inventory gave, for the shapes appliances use.
 func TestNetworkDataJSON(t *testing.T) {
-	for name, config := range map[string]string{
-		// network_data.json's ipv6_dhcp always accepts router
-		// advertisements.
-		"dhcp":   "version: 2\nethernets:\n  eth0: {dhcp4: true, dhcp6: true, accept-ra: true}\n",
-		"static": "version: 1\nconfig:\n- type: physical\n  name: eth0\n  mac_address: '52:54:00:00:00:01'\n  mtu: 9000\n  subnets:\n  - {type: static, address: 10.0.0.5/24, gateway: 10.0.0.1, dns_nameservers: [10.0.0.2], routes: [{network: 10.9.0.0, prefix: 16, gateway: 10.0.0.254}]}\n  - {type: static6, address: '2001:db8::5/64'}\n- {type: nameserver, address: [1.1.1.1]}\n",
-		"vlan":   "version: 2\nethernets:\n  eth0: {match: {macaddress: '52:54:00:00:00:02'}, set-name: eth0}\nvlans:\n  eth0.100: {id: 100, link: eth0, addresses: [192.168.100.5/24]}\n",
-		"bond":   "version: 1\nconfig:\n- {type: physical, name: eth0, mac_address: '52:54:00:00:00:03'}\n- {type: physical, name: eth1, mac_address: '52:54:00:00:00:04'}\n- {type: bond, name: bond0, bond_interfaces: [eth0, eth1], params: {bond-mode: active-backup}, subnets: [{type: dhcp4}]}\n",
-	} {
+	for name, config := range networkShapes {
 		t.Run(name, func(t *testing.T) {
 			nd, err := networkDataJSON([]byte(config))
 			if err != nil {
@@ -261,6 +274,16 @@ func TestNetworkDataJSON(t *testing.T) {
 	}
 }
 
+// networkShapes are the network configs appliances use, by name.
+var networkShapes = map[string]string{
+	// network_data.json's ipv6_dhcp always accepts router
+	// advertisements.
+	"dhcp":   "version: 2\nethernets:\n  eth0: {dhcp4: true, dhcp6: true, accept-ra: true}\n",
+	"static": "version: 1\nconfig:\n- type: physical\n  name: eth0\n  mac_address: '52:54:00:00:00:01'\n  mtu: 9000\n  subnets:\n  - {type: static, address: 10.0.0.5/24, gateway: 10.0.0.1, dns_nameservers: [10.0.0.2], routes: [{network: 10.9.0.0, prefix: 16, gateway: 10.0.0.254}]}\n  - {type: static6, address: '2001:db8::5/64'}\n- {type: nameserver, address: [1.1.1.1]}\n",
+	"vlan":   "version: 1\nconfig:\n- {type: physical, name: eth0, mac_address: '52:54:00:00:00:02'}\n- {type: vlan, name: eth0.100, vlan_link: eth0, vlan_id: 100, mac_address: '52:54:00:00:00:02', subnets: [{type: static, address: 192.168.100.5/24}]}\n",
+	"bond":   "version: 1\nconfig:\n- {type: physical, name: eth0, mac_address: '52:54:00:00:00:03'}\n- {type: physical, name: eth1, mac_address: '52:54:00:00:00:04'}\n- {type: bond, name: bond0, bond_interfaces: [eth0, eth1], params: {bond-mode: active-backup}, subnets: [{type: dhcp4}]}\n",
+}
+
 // A signed config drive cannot carry vendor-data that the appliance would
 // take under require: the export says so rather than write an image whose
 // vendor-data is dropped at boot.
@@ -270,5 +293,21 @@ func TestExportSignedConfigDriveVendorData(t *testing.T) {
 	_, err := Export(context.Background(), inv, t.TempDir(), Options{Format: ConfigDrive, Key: key})
 	if err == nil || !strings.Contains(err.Error(), "vendor-data on a signed config drive") {
 		t.Errorf("Export: %v", err)
+	}
+}
+
+// What network_data.json cannot say, or cloud-init would read otherwise,
+// is refused with the interface named, never dropped.
+func TestNetworkDataJSONRefuses(t *testing.T) {
+	for config, want := range map[string]string{
+		"version: 2\nethernets:\n  eth0: {}\nbridges:\n  br0: {interfaces: [eth0], dhcp4: true}\n":                                          "interface br0: a bridge",
+		"version: 2\nethernets:\n  eth0: {match: {macaddress: '52:54:00:00:00:01'}, set-name: eth0}\nvlans:\n  mgmt: {id: 5, link: eth0}\n": "interface mgmt: a VLAN on a config drive is named eth0.5",
+		"version: 2\nethernets:\n  eth0: {}\nvlans:\n  eth0.5: {id: 5, link: eth0}\n":                                                       "interface eth0.5: cloud-init needs a VLAN's MAC",
+		"version: 1\nconfig:\n- {type: physical, name: eth0}\n- {type: nameserver, address: [10.0.0.2], search: [lab]}\n":                   "global DNS search list",
+		"version: 1\nconfig:\n- {type: physical, name: eth0}\n- {type: route, destination: 10.9.0.0/16, gateway: 10.0.0.1}\n":               "routes outside any subnet",
+	} {
+		if _, err := networkDataJSON([]byte(config)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", config, err, want)
+		}
 	}
 }

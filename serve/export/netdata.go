@@ -13,7 +13,8 @@ import (
 // v2) into the OpenStack network_data.json a config drive carries, the
 // form cloud-init's convert_net_json reads back into the same network:
 // each NIC a "phy" link named as in the config (so that no MAC lookup on
-// the instance is needed), each VLAN a "vlan" link over its parent, each
+// the instance is needed), each VLAN a "vlan" link over its parent (with
+// its MAC: cloud-init fails on a VLAN link without one), each
 // bond a "bond" link over its members; every subnet a network of its
 // link; the global nameservers "dns" services. What network_data.json
 // cannot say (bridges, per-link DNS search lists) is an error: a config
@@ -37,21 +38,34 @@ func networkDataJSON(config []byte) (map[string]any, error) {
 			link["bond_links"] = n.BondMembers(iface.Name)
 			for _, p := range iface.Params {
 				if strings.HasPrefix(p.Key, "bond") {
-					// As the config spells it: convert_net_json passes
-					// every bond* key through as a bond parameter.
-					link[p.Key] = p.Value
+					// Nova's spelling (bond_mode): cloud-init turns it
+					// back into bond-mode, older releases keep it, and
+					// ifupdown takes either.
+					link["bond_"+strings.ReplaceAll(strings.TrimLeft(strings.TrimPrefix(p.Key, "bond"), "-_"), "-", "_")] = p.Value
 				}
 			}
 			if iface.MACAddress != "" {
 				link["ethernet_mac_address"] = iface.MACAddress
 			}
 		case iface.Type == model.TypeVLAN:
+			// convert_net_json names a VLAN <parent>.<id> and needs its
+			// MAC: a VLAN's is its parent's unless the config sets one.
+			if want := fmt.Sprintf("%s.%d", iface.VLANLink, iface.VLANID); iface.Name != want {
+				errs = append(errs, fmt.Errorf("interface %s: a VLAN on a config drive is named %s by cloud-init; name it so", iface.Name, want))
+				continue
+			}
+			mac := iface.MACAddress
+			if parent := n.Find(iface.VLANLink); mac == "" && parent != nil {
+				mac = parent.MACAddress
+			}
+			if mac == "" {
+				errs = append(errs, fmt.Errorf("interface %s: cloud-init needs a VLAN's MAC on a config drive; give it or its link %s a macaddress", iface.Name, iface.VLANLink))
+				continue
+			}
 			link["type"] = "vlan"
 			link["vlan_link"] = iface.VLANLink
 			link["vlan_id"] = iface.VLANID
-			if iface.MACAddress != "" {
-				link["vlan_mac_address"] = iface.MACAddress
-			}
+			link["vlan_mac_address"] = mac
 		case iface.Type == model.TypePhysical:
 			link["type"] = "phy"
 			if iface.MACAddress != "" {

@@ -161,3 +161,46 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// eniScript renders a network config as cloud-init renders ENI: from
+// network_data.json through convert_net_json, or from v1/v2 YAML.
+const eniScript = `
+import json, sys
+from cloudinit import util
+from cloudinit.net import network_state, eni
+from cloudinit.sources.helpers import openstack
+kind, data = sys.argv[1], sys.argv[2]
+if kind == "network_data.json":
+    cfg = openstack.convert_net_json(json.loads(data), known_macs={})
+else:
+    cfg = util.load_yaml(data)
+print(eni.Renderer({})._render_interfaces(network_state.parse_net_config_data(cfg)))
+`
+
+// cloud-init makes the same network of the network_data.json an export
+// writes as of the network config it was converted from.
+func TestCloudInitNetworkDataJSON(t *testing.T) {
+	py := cloudInitPython(t)
+	render := func(kind, data string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(py, "-c", eniScript, kind, data)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("cloud-init on %s %q: %v\n%s", kind, data, err, stderr.Bytes())
+		}
+		return sameBondSpelling(stdout.String())
+	}
+	for name, config := range networkShapes {
+		t.Run(name, func(t *testing.T) {
+			nd, err := networkDataJSON([]byte(config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := mustJSON(t, nd)
+			if got, want := render("network_data.json", string(b)), render("yaml", config); got != want {
+				t.Errorf("cloud-init renders network_data.json %s as\n%s\nand the config as\n%s", b, got, want)
+			}
+		})
+	}
+}
