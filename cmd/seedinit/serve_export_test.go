@@ -74,6 +74,7 @@ func TestServeStatus(t *testing.T) {
 	ctx := context.Background()
 	store.Fetched(ctx, "waf-1", state.Fetch{Layout: "nocloud", Part: "user-data", Source: "10.0.0.1", At: time.Now()})
 	store.Reported(ctx, "waf-2", state.Report{Via: "report", At: time.Now(), Final: true, Errors: []string{"runcmd: exit status 2"}})
+	defer store.Close()
 
 	code, out, stderr := run(t, "serve", "status", "--state", stateDir, "--inventory", invDir)
 	if code != exitOK || !strings.Contains(out, "3 instances: 1 waiting, 1 fetched, 0 provisioned, 1 failed\n") || !strings.Contains(out, "  runcmd: exit status 2\n") {

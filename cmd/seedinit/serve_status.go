@@ -55,7 +55,7 @@ func runServeStatus(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "serve status: %v", err)
 		}
 	}
-	store, err := state.OpenFileStore(*stateDir)
+	store, err := state.ReadFileStore(*stateDir)
 	if err != nil {
 		return fail(stderr, "serve status: %v", err)
 	}

@@ -51,6 +51,7 @@ func testServer(t *testing.T) (*Tracker, *httptest.Server, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { store.Close() })
 	var logs bytes.Buffer
 	tr := NewTracker(Config{
 		Store:     store,

@@ -149,21 +149,42 @@ func ApplyReport(r *Record, rep Report) {
 // FileStore is the embedded store: one JSON file per instance in a
 // folder, each written whole (temp file, fsync, rename), so that a crash
 // leaves every record old or new, never torn. The records are read when
-// it opens and kept in memory; every update goes to disk before it
-// returns.
+// it opens and kept in memory. A change of state is on disk before the
+// update returns; the further parts one boot fetches within a second of
+// the record's last write (a boot asks for four or five) are written
+// together at most a second later, and at Close, so that a burst of
+// instances costs a write per instance, not per request.
 type FileStore struct {
 	dir string
 	// Problems are the files Open could not read, each with why; their
 	// instances start again from waiting.
 	Problems []string
+	readOnly bool
 
 	mu      sync.RWMutex
 	records map[string]Record
+	// written is when each record was last written; dirty holds the
+	// records changed in memory since.
+	written map[string]time.Time
+	dirty   map[string]bool
 	// locks order the updates of one instance, so that two requests of
 	// the same instance never write its file out of order, while
 	// different instances write in parallel.
 	locks sync.Map // instance → *sync.Mutex
+
+	stop, stopped chan struct{}
+	closeOnce     sync.Once
+	// flushErr is the last error of a flush in the background, returned
+	// by Close (and logged by nobody else: the store has no logger).
+	flushErr error
 }
+
+// coalesce is how long after a record's write a fetch that does not
+// change its state may wait in memory.
+const coalesce = time.Second
+
+// ErrReadOnly is returned by the updates of a store opened to be read.
+var ErrReadOnly = errors.New("the state store is open read-only")
 
 const recordSuffix = ".json"
 
@@ -171,23 +192,51 @@ const recordSuffix = ".json"
 // bytes, its errors capped by the report's size.
 const maxRecordFile = 4 << 20
 
-// OpenFileStore opens (creating it if needed) the state folder dir.
+// OpenFileStore opens (creating it if needed) the state folder dir for
+// a server. Close it to write what waits in memory.
 func OpenFileStore(dir string) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
 	}
+	s, err := loadFileStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.stop, s.stopped = make(chan struct{}), make(chan struct{})
+	go s.flushLoop()
+	return s, nil
+}
+
+// ReadFileStore opens the state folder dir to read it (seedinit serve
+// status), a server running over it or not: nothing is written or
+// cleared, and its updates fail with ErrReadOnly.
+func ReadFileStore(dir string) (*FileStore, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("open state %s: not a folder", dir)
+	}
+	s, err := loadFileStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.readOnly = true
+	return s, nil
+}
+
+// staleTemp is the age past which a temporary file is a crash's, not a
+// write under way in another process.
+const staleTemp = time.Minute
+
+func loadFileStore(dir string) (*FileStore, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
 	}
-	s := &FileStore{dir: dir, records: map[string]Record{}}
+	s := &FileStore{dir: dir, records: map[string]Record{}, written: map[string]time.Time{}, dirty: map[string]bool{}}
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
-			// A temporary file of a write a crash interrupted.
-			if strings.HasSuffix(name, ".tmp") {
-				os.Remove(filepath.Join(dir, name))
-			}
 			continue
 		}
 		if !strings.HasSuffix(name, recordSuffix) || !e.Type().IsRegular() {
@@ -206,6 +255,19 @@ func OpenFileStore(dir string) (*FileStore, error) {
 		s.records[r.Instance] = r
 	}
 	return s, nil
+}
+
+// clearStaleTemps removes the temporary files a crash left.
+func (s *FileStore) clearStaleTemps() {
+	entries, _ := os.ReadDir(s.dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
+			os.Remove(filepath.Join(s.dir, e.Name()))
+		}
+	}
 }
 
 func readRecord(p string) (Record, error) {
@@ -246,9 +308,15 @@ func (s *FileStore) lock(instance string) func() {
 	return mu.Unlock
 }
 
-func (s *FileStore) update(ctx context.Context, instance string, fn func(*Record)) error {
+// update applies fn to instance's record and writes it, or, when
+// mayWait says the change can wait (a fetch that changes no state, soon
+// after the last write), leaves it for the flush.
+func (s *FileStore) update(ctx context.Context, instance string, fn func(*Record), mayWait bool) error {
 	if err := checkName(instance); err != nil {
 		return fmt.Errorf("update state of %w", err)
+	}
+	if s.readOnly {
+		return fmt.Errorf("update state of %s: %w", instance, ErrReadOnly)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("update state of %s: %w", instance, err)
@@ -256,33 +324,101 @@ func (s *FileStore) update(ctx context.Context, instance string, fn func(*Record
 	defer s.lock(instance)()
 	s.mu.RLock()
 	r, ok := s.records[instance]
+	written := s.written[instance]
 	s.mu.RUnlock()
 	if !ok {
 		r = Record{Instance: instance, State: Waiting}
 	}
+	before := r.State
 	r.Errors = append([]string(nil), r.Errors...)
 	fn(&r)
+	if mayWait && ok && r.State == before && time.Since(written) < coalesce {
+		s.mu.Lock()
+		s.records[instance] = r
+		s.dirty[instance] = true
+		s.mu.Unlock()
+		return nil
+	}
+	return s.write(r)
+}
+
+// write puts r on disk; the caller holds r's instance lock.
+func (s *FileStore) write(r Record) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("update state of %s: %w", instance, err)
+		return fmt.Errorf("update state of %s: %w", r.Instance, err)
 	}
-	if err := writeAtomic(filepath.Join(s.dir, instance+recordSuffix), append(b, '\n')); err != nil {
-		return fmt.Errorf("update state of %s: %w", instance, err)
+	if err := writeAtomic(filepath.Join(s.dir, r.Instance+recordSuffix), append(b, '\n')); err != nil {
+		return fmt.Errorf("update state of %s: %w", r.Instance, err)
 	}
 	s.mu.Lock()
-	s.records[instance] = r
+	s.records[r.Instance] = r
+	s.written[r.Instance] = time.Now()
+	delete(s.dirty, r.Instance)
 	s.mu.Unlock()
 	return nil
 }
 
+// flush writes every record that waits in memory.
+func (s *FileStore) flush() error {
+	s.mu.RLock()
+	names := make([]string, 0, len(s.dirty))
+	for name := range s.dirty {
+		names = append(names, name)
+	}
+	s.mu.RUnlock()
+	var errs []error
+	for _, name := range names {
+		unlock := s.lock(name)
+		s.mu.RLock()
+		r, dirty := s.records[name], s.dirty[name]
+		s.mu.RUnlock()
+		if dirty {
+			if err := s.write(r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		unlock()
+	}
+	return errors.Join(errs...)
+}
+
+func (s *FileStore) flushLoop() {
+	defer close(s.stopped)
+	defer func() {
+		// A panic here must not take the server down; what waits is
+		// written by Close.
+		if p := recover(); p != nil {
+			s.mu.Lock()
+			s.flushErr = fmt.Errorf("state flush: panic: %v", p)
+			s.mu.Unlock()
+		}
+	}()
+	s.clearStaleTemps()
+	t := time.NewTicker(coalesce)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.flush(); err != nil {
+				s.mu.Lock()
+				s.flushErr = err
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
 // Fetched implements Store.
 func (s *FileStore) Fetched(ctx context.Context, instance string, f Fetch) error {
-	return s.update(ctx, instance, func(r *Record) { ApplyFetch(r, f) })
+	return s.update(ctx, instance, func(r *Record) { ApplyFetch(r, f) }, true)
 }
 
 // Reported implements Store.
 func (s *FileStore) Reported(ctx context.Context, instance string, rep Report) error {
-	return s.update(ctx, instance, func(r *Record) { ApplyReport(r, rep) })
+	return s.update(ctx, instance, func(r *Record) { ApplyReport(r, rep) }, false)
 }
 
 // Get implements Store.
@@ -305,8 +441,22 @@ func (s *FileStore) List(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
-// Close implements Store: every update is on disk already.
-func (s *FileStore) Close() error { return nil }
+// Close implements Store: it writes what waits in memory.
+func (s *FileStore) Close() error {
+	if s.readOnly {
+		return nil
+	}
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.stopped
+		s.mu.RLock()
+		bg := s.flushErr
+		s.mu.RUnlock()
+		err = errors.Join(s.flush(), bg)
+	})
+	return err
+}
 
 // writeAtomic replaces name with data: a temporary file beside it,
 // synced, renamed over it, and the folder synced so that the rename
