@@ -31,6 +31,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return runServeCheck(args[1:], stdout, stderr)
 		case "run":
 			return runServeRun(args[1:], stdout, stderr)
+		case "export":
+			return runServeExport(args[1:], stdout, stderr)
+		case "status":
+			return runServeStatus(args[1:], stdout, stderr)
 		}
 	}
 	if len(args) == 0 {
