@@ -10,7 +10,6 @@ package export
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/netup/parse"
+	"github.com/seedinit/seedinit/netup/render"
 	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/serve/inventory"
 )
@@ -150,9 +151,7 @@ func Image(inst *inventory.Instance, o Options) (seedimg.Options, error) {
 			if err != nil {
 				return img, err
 			}
-			if img.NetworkConfig, err = json.Marshal(nd); err != nil {
-				return img, fmt.Errorf("encode network_data.json: %w", err)
-			}
+			img.NetworkConfig = nd
 		}
 	default:
 		return img, fmt.Errorf("unknown format %q", o.Format)
@@ -204,4 +203,14 @@ func sign(key ed25519.PrivateKey, m *trust.Manifest, in seedimg.SignInput) ([]by
 		return nil, nil, err
 	}
 	return body, sig, nil
+}
+
+// networkDataJSON is an instance's network config (cloud-init v1 or v2)
+// as the network_data.json of its config drive.
+func networkDataJSON(config []byte) ([]byte, error) {
+	n, err := parse.YAML(config, parse.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return render.NetworkDataJSON(n)
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/seedinit/seedinit/netup/parse"
+	"github.com/seedinit/seedinit/netup/render"
 	"github.com/seedinit/seedinit/serve/inventory"
 )
 
@@ -109,10 +111,14 @@ func openStackVendor(inst *inventory.Instance) []byte {
 // when it has none or it does not convert (said once per inventory
 // load).
 func (s *Server) openStackNetwork(r *request, inst *inventory.Instance) []byte {
-	if inst.NetworkDoc == nil {
+	if inst.NetworkConfig == nil {
 		return nil
 	}
-	b, err := networkDataJSON(inst.NetworkDoc)
+	n, err := parse.YAML(inst.NetworkConfig, parse.Options{})
+	var b []byte
+	if err == nil {
+		b, err = render.NetworkDataJSON(n)
+	}
 	if err != nil {
 		if _, told := r.gen.netWarned.LoadOrStore(inst, true); !told {
 			s.log.Warn("no network_data.json for the OpenStack layout", "instance", inst.Name, "why", err.Error())

@@ -1,16 +1,16 @@
-package export
+package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/parse"
 )
 
-// networkDataJSON turns an instance's network config (cloud-init v1 or
-// v2) into the OpenStack network_data.json a config drive carries, the
+// NetworkDataJSON writes a network as the OpenStack network_data.json a
+// config drive or a metadata service carries (seedinit serve), in the
 // form cloud-init's convert_net_json reads back into the same network:
 // each NIC a "phy" link named as in the config (so that no MAC lookup on
 // the instance is needed), each VLAN a "vlan" link over its parent (with
@@ -20,11 +20,7 @@ import (
 // cannot say (bridges, per-link DNS search lists) is an error: a config
 // drive that quietly drops half the network boots an appliance nobody
 // can reach.
-func networkDataJSON(config []byte) (map[string]any, error) {
-	n, err := parse.YAML(config, parse.Options{})
-	if err != nil {
-		return nil, err
-	}
+func NetworkDataJSON(n *model.Network) ([]byte, error) {
 	var errs []error
 	var links, networks []any
 	for _, iface := range n.Interfaces {
@@ -140,7 +136,7 @@ func networkDataJSON(config []byte) (map[string]any, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("convert network-config to network_data.json: %w", err)
 	}
-	return map[string]any{"links": nonNil(links), "networks": nonNil(networks), "services": nonNil(services)}, nil
+	return json.Marshal(map[string]any{"links": nonNil(links), "networks": nonNil(networks), "services": nonNil(services)})
 }
 
 func routeJSON(r model.Route) map[string]any {
