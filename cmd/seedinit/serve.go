@@ -18,9 +18,10 @@ import (
 	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/serve/inventory"
 	"github.com/seedinit/seedinit/serve/server"
+	"github.com/seedinit/seedinit/serve/state"
 )
 
-const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] DIR | seedinit serve check [--show INSTANCE] DIR"
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
 
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
 // inventory (check), serve it (run, or no verb).
@@ -62,6 +63,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	vendorPrefix := fs.String("vendor-prefix", "/vendor/", "where the VendorHTTP layout is served")
 	reload := fs.Duration("reload", 2*time.Second, "how often the inventory's files are checked for edits (0: only on SIGHUP)")
 	verbose := fs.Bool("verbose", false, "log every part served")
+	stateDir := fs.String("state", "/var/lib/seedinit/serve", "where each instance's state (waiting, fetched, provisioned, failed) is kept")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -106,8 +108,17 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 		dhcp = server.NewDHCP(cfg, func() *inventory.Inventory { return srv.Inventory() }, log, nil)
 		sources = append(sources, dhcp)
 	}
+	store, err := state.OpenFileStore(*stateDir)
+	if err != nil {
+		return fail(stderr, "serve: --state: %v", err)
+	}
+	defer store.Close()
+	for _, p := range store.Problems {
+		log.Warn("state folder", "problem", p)
+	}
+	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: log})
 	srv, err = server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
-		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log})
+		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log, Observer: tracker, Extra: tracker.Handlers()})
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
