@@ -187,8 +187,9 @@ func (t *Tracker) serveStatus(w http.ResponseWriter, r *http.Request) {
 	WriteText(w, entries)
 }
 
-// refuse answers a refused report and tells Refused why.
+// refuse answers a refused report, logs and counts why.
 func (t *Tracker) refuse(w http.ResponseWriter, r *http.Request, code int, why string) {
+	t.cfg.Log.Warn("serve: refused", "remote", hostOf(r.RemoteAddr), "path", clip(r.URL.Path, 200), "why", why)
 	t.Refused(r.RemoteAddr, r.URL.Path, why)
 	http.Error(w, why, code)
 }

@@ -68,11 +68,11 @@ func (t *Tracker) Served(instance, layout, part, remote string) {
 	}
 }
 
-// Refused is told that a request was refused, and why: it is logged and
+// Refused is told that the server refused a request, and why: it is
 // counted by reason (why up to its first colon, so that the instance or
-// the address a reason names does not make a metric of its own).
+// the address a reason names does not make a metric of its own). The
+// server logged it already.
 func (t *Tracker) Refused(remote, path, why string) {
-	t.cfg.Log.Warn("serve: refused", "remote", hostOf(remote), "path", clip(path, 200), "why", why)
 	t.m.refused(reasonOf(why))
 }
 
