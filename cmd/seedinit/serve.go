@@ -21,7 +21,7 @@ import (
 	"github.com/seedinit/seedinit/serve/state"
 )
 
-const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] [--access-log FILE] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
 
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
 // inventory (check), serve it (run, or no verb).
@@ -63,6 +63,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	vendorPrefix := fs.String("vendor-prefix", "/vendor/", "where the VendorHTTP layout is served")
 	reload := fs.Duration("reload", 2*time.Second, "how often the inventory's files are checked for edits (0: only on SIGHUP)")
 	verbose := fs.Bool("verbose", false, "log every part served")
+	accessLog := fs.String("access-log", "", "append a line per request (time, source, instance, method, path, status, ms) to this file")
 	stateDir := fs.String("state", "/var/lib/seedinit/serve", "where each instance's state (waiting, fetched, provisioned, failed) is kept")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -108,6 +109,15 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 		dhcp = server.NewDHCP(cfg, func() *inventory.Inventory { return srv.Inventory() }, log, nil)
 		sources = append(sources, dhcp)
 	}
+	var access io.Writer
+	if *accessLog != "" {
+		f, err := os.OpenFile(*accessLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			return fail(stderr, "serve: --access-log: %v", err)
+		}
+		defer f.Close()
+		access = f
+	}
 	store, err := state.OpenFileStore(*stateDir)
 	if err != nil {
 		return fail(stderr, "serve: --state: %v", err)
@@ -118,7 +128,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	}
 	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: log})
 	srv, err = server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
-		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log, Observer: tracker, Extra: tracker.Handlers()})
+		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log, Observer: tracker, Extra: tracker.Handlers(), AccessLog: access})
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

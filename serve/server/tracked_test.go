@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/seedinit/seedinit/serve/inventory"
@@ -24,7 +26,8 @@ func TestServerWithTracker(t *testing.T) {
 	}
 	var srv *Server
 	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: testLog(t)})
-	srv, err = New(Config{Dir: writeFleet(t, fleet), Log: testLog(t), Observer: tracker, Extra: tracker.Handlers()})
+	var access lockedBuffer
+	srv, err = New(Config{Dir: writeFleet(t, fleet), Log: testLog(t), Observer: tracker, Extra: tracker.Handlers(), AccessLog: &access})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +73,21 @@ func TestServerWithTracker(t *testing.T) {
 			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 		}
 	}
+	// The layouts' requests, one line each; the tracker's pages are not
+	// a layout's.
+	lines := strings.Split(strings.TrimSuffix(access.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("access log: %d lines, want 3:\n%s", len(lines), access.String())
+	}
+	for i, want := range []string{
+		"127.0.0.1 waf-001 GET /nocloud/" + uuid1 + "/user-data 200 ",
+		"127.0.0.1 waf-002 GET /nocloud/" + uuid2 + "/meta-data 200 ",
+		"127.0.0.1 - GET /nocloud/no-such-instance/user-data 404 ",
+	} {
+		if f := strings.SplitN(lines[i], " ", 2); len(f) != 2 || !strings.HasPrefix(f[1], want) {
+			t.Errorf("access log line %d: %q, want TIME %s MS", i+1, lines[i], want)
+		}
+	}
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,4 +101,21 @@ func TestServerWithTracker(t *testing.T) {
 			t.Errorf("%s read back from %s: %+v %v %v, want %s", name, stateDir, r, ok, err, want)
 		}
 	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
