@@ -197,6 +197,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		report.Stages = append(report.Stages, res)
 		opts.Log.Info("stage finished", "stage", stage, "duration", res.Finished.Sub(res.Start).Round(time.Microsecond), "errors", len(res.Errors))
 	}
+	// After the status is final and durable, and only at the end of the
+	// boot's last stage: PID 1's stages never get here, so the handoff
+	// never waits for it (report.go).
+	if opts.Stages[len(opts.Stages)-1] == apply.StageFinal && prep != nil {
+		sendReport(ctx, opts.Root, prep.Config, opts.Seed, opts.Log)
+	}
 	return report, nil
 }
 
@@ -539,6 +545,8 @@ var systemKeys = map[string]bool{
 	"syslog_fix_perms": true, "disable_root": true, "disable_root_opts": true,
 	"preserve_hostname": true, "manual_cache_clean": true, "network": true,
 	"reporting": true, "ssh_pwauth": true, "allow_public_ssh_keys": true,
+	// seedinit's own settings (the report, report.go).
+	"seedinit": true,
 }
 
 // maxListedWarnings bounds the warnings of one kind that Prepare lists

@@ -1,0 +1,342 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seedinit/seedinit/apply"
+	"github.com/seedinit/seedinit/apply/applytest"
+	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/trust"
+	"github.com/seedinit/seedinit/serve/state"
+)
+
+// reportSink is a report server on 127.0.0.1 that keeps what it is sent.
+type reportSink struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies map[string][]string // by path
+}
+
+func newReportSink(t *testing.T) *reportSink {
+	t.Helper()
+	s := &reportSink{bodies: map[string][]string{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, "want a JSON POST", http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.bodies[r.URL.Path] = append(s.bodies[r.URL.Path], string(b))
+		s.mu.Unlock()
+		io.WriteString(w, "ok\n")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *reportSink) got(path string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies[path]...)
+}
+
+func (s *reportSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range s.bodies {
+		n += len(b)
+	}
+	return n
+}
+
+// loadSeed writes a NoCloud seed directory and loads it as a run would.
+func loadSeed(t *testing.T, metaData, userData string) *seed.Seed {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string]string{"meta-data": metaData, "user-data": userData} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sd, err := seed.LoadNoCloudDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sd
+}
+
+// runReported runs stages (nil: all) for sd in a fresh root and returns
+// the log.
+func runReported(t *testing.T, dir string, sd *seed.Seed, d *trust.Decision, stages ...apply.Stage) string {
+	t.Helper()
+	root, err := target.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	var logBuf bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logBuf}, nil))
+	opts := Options{Root: root, Seed: sd, Stages: stages, Sys: &applytest.FakeSystem{}, Log: log, ModuleTimeout: time.Second, SeedTrust: d}
+	if d != nil {
+		opts.SeedErrors, opts.SeedWarnings = d.Report()
+	}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Log(logBuf.String())
+	return logBuf.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// reportLines are the log's lines about the report.
+func reportLines(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `msg="report `) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+const secretUserData = `#cloud-config
+cloud_init_modules: [%s]
+cloud_config_modules: []
+cloud_final_modules: []
+test_ok: true
+chpasswd: {users: [{name: root, password: hunter2-not-for-the-server}]}
+`
+
+// The report's body is what serve/state reads: a clean run is
+// provisioned, a run whose module failed is failed with that module's
+// error, and neither the body nor the log carries the user-data.
+func TestReportReadsAsProvisionedOrFailed(t *testing.T) {
+	sink := newReportSink(t)
+	for _, tc := range []struct {
+		name, modules string
+		want          state.State
+		wantErr       string
+	}{
+		{"provisioned", "test_ok", state.Provisioned, ""},
+		{"failed", "test_ok, test_fails", state.Failed, "test_fails: it broke"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/report/" + tc.name
+			sd := loadSeed(t, "instance-id: i-"+tc.name+"\n"+ReportMetaKey+": "+sink.URL+path+"\n",
+				strings.Replace(secretUserData, "%s", tc.modules, 1))
+			log := runReported(t, t.TempDir(), sd, nil)
+			bodies := sink.got(path)
+			if len(bodies) != 1 {
+				t.Fatalf("the server got %d reports at %s, want 1", len(bodies), path)
+			}
+			errs, final, err := state.ParseReport([]byte(bodies[0]))
+			if err != nil {
+				t.Fatalf("state.ParseReport: %v\n%s", err, bodies[0])
+			}
+			var rec state.Record
+			state.ApplyReport(&rec, state.Report{Via: "report", Errors: errs, Final: final})
+			if rec.State != tc.want {
+				t.Errorf("state %q, want %q (errors %q, final %v)", rec.State, tc.want, errs, final)
+			}
+			if got := strings.Join(errs, "\n"); tc.wantErr != "" && !strings.Contains(got, tc.wantErr) {
+				t.Errorf("errors %q lack %q", got, tc.wantErr)
+			}
+			lines := reportLines(log)
+			if len(lines) != 1 || !strings.Contains(lines[0], `msg="report sent"`) || !strings.Contains(lines[0], "from=\"meta-data "+ReportMetaKey+"\"") {
+				t.Errorf("want one line saying the report was sent and where the URL came from, got %q", lines)
+			}
+			for what, text := range map[string]string{"body": bodies[0], "log": log} {
+				if strings.Contains(text, "hunter2") {
+					t.Errorf("the %s carries the user-data's password:\n%s", what, text)
+				}
+			}
+		})
+	}
+}
+
+// The cloud-config's URL wins over the meta-data's; enabled: false
+// sends nothing; a run that does not end with the final stage (PID 1's,
+// before the handoff) sends nothing either.
+func TestReportURLSources(t *testing.T) {
+	sink := newReportSink(t)
+	meta := "instance-id: i-1\n" + ReportMetaKey + ": " + sink.URL + "/report/from-meta\n"
+	userData := func(report string) string {
+		return "#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\n" + report
+	}
+
+	runReported(t, t.TempDir(), loadSeed(t, meta, userData("seedinit: {report: {url: '"+sink.URL+"/report/from-config'}}\n")), nil)
+	if n, m := len(sink.got("/report/from-config")), len(sink.got("/report/from-meta")); n != 1 || m != 0 {
+		t.Errorf("cloud-config and meta-data URLs: %d and %d reports, want 1 and 0", n, m)
+	}
+
+	before := sink.count()
+	runReported(t, t.TempDir(), loadSeed(t, meta, userData("seedinit: {report: {enabled: false}}\n")), nil)
+	if sink.count() != before {
+		t.Errorf("seedinit.report.enabled false: a report was sent")
+	}
+
+	runReported(t, t.TempDir(), loadSeed(t, meta, userData("")), nil, apply.StageLocal, apply.StageNetwork, apply.StageConfig)
+	if sink.count() != before {
+		t.Errorf("a run without the final stage sent a report")
+	}
+
+	// OpenStack's instance properties.
+	sd := loadSeed(t, "instance-id: i-2\n", userData(""))
+	sd.Metadata["meta"] = map[string]any{ReportMetaKey: sink.URL + "/report/from-properties"}
+	runReported(t, t.TempDir(), sd, nil, apply.StageFinal)
+	if n := len(sink.got("/report/from-properties")); n != 1 {
+		t.Errorf("meta-data meta.%s: %d reports, want 1", ReportMetaKey, n)
+	}
+}
+
+// Under require, a report URL in an unsigned meta-data, user-data or
+// datasource config is not used: the run reports to no one. Under warn,
+// the same seed is applied whole and reports.
+func TestReportURLUnsignedUnderRequire(t *testing.T) {
+	for _, tc := range []struct {
+		policy trust.Policy
+		want   int
+	}{
+		{trust.Require, 0},
+		{trust.Warn, 1},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			sink := newReportSink(t)
+			sd := loadSeed(t, "instance-id: i-1\n"+ReportMetaKey+": "+sink.URL+"/report/meta\n",
+				"#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\nseedinit: {report: {url: '"+sink.URL+"/report/user'}}\n")
+			sd.Config = map[string]any{"seedinit": map[string]any{"report": map[string]any{"url": sink.URL + "/report/ds-config"}}}
+			applied, d := trust.Decide(sd, trust.Anchor{Policy: tc.policy, Where: "the test"}, trust.Facts{})
+			log := runReported(t, t.TempDir(), applied, d)
+			if n := sink.count(); n != tc.want {
+				t.Errorf("%s: the server got %d reports, want %d", tc.policy, n, tc.want)
+			}
+			if tc.want == 0 && len(reportLines(log)) != 0 {
+				t.Errorf("require: log lines about a report: %q", reportLines(log))
+			}
+		})
+	}
+}
+
+// A server that is down, hangs, or fails costs at most the budget, and
+// the run goes on as if it were not there: one line says why.
+func TestReportBudget(t *testing.T) {
+	oldBudget, oldTry, oldWait := reportBudget, reportTryTimeout, reportRetryWait
+	reportBudget, reportTryTimeout, reportRetryWait = 1500*time.Millisecond, 400*time.Millisecond, 50*time.Millisecond
+	t.Cleanup(func() { reportBudget, reportTryTimeout, reportRetryWait = oldBudget, oldTry, oldWait })
+
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String() + "/report/i-1"
+	dead.Close()
+
+	release := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hanging.Close)
+	t.Cleanup(func() { close(release) })
+
+	var mu sync.Mutex
+	tries := 0
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		http.Error(w, "the state store failed", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(failing.Close)
+
+	for _, tc := range []struct{ name, url, want string }{
+		{"dead", deadURL, "connection refused"},
+		{"hanging", hanging.URL + "/report/i-1", "no answer within"},
+		{"failing", failing.URL + "/report/i-1", "HTTP 503"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sd := loadSeed(t, "instance-id: i-1\n"+ReportMetaKey+": "+tc.url+"\n",
+				"#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\n")
+			start := time.Now()
+			log := runReported(t, t.TempDir(), sd, nil, apply.StageFinal)
+			// A bound, not a timing claim: the budget with room for a slow
+			// machine, far below what an unbounded wait would take.
+			if took := time.Since(start); took > reportBudget+3*time.Second {
+				t.Errorf("the run took %s with a %s report budget", took, reportBudget)
+			}
+			lines := reportLines(log)
+			if len(lines) != 1 || !strings.Contains(lines[0], `msg="report not sent"`) || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("want one line saying the report was not sent (%s), got %q", tc.want, lines)
+			}
+		})
+	}
+	if tries != reportTries {
+		t.Errorf("a server answering 503 was tried %d times, want %d", tries, reportTries)
+	}
+
+	// Tries that would outlast the budget are cut at it.
+	reportTryTimeout = reportBudget
+	sd := loadSeed(t, "instance-id: i-1\n"+ReportMetaKey+": "+hanging.URL+"/report/i-1\n",
+		"#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\n")
+	start := time.Now()
+	log := runReported(t, t.TempDir(), sd, nil, apply.StageFinal)
+	if took := time.Since(start); took > reportBudget+3*time.Second {
+		t.Errorf("the run took %s with a %s report budget", took, reportBudget)
+	}
+	if l := reportLines(log); len(l) != 1 || !strings.Contains(l[0], "tries=1") || !strings.Contains(l[0], "budget of "+reportBudget.String()) {
+		t.Errorf("a try as long as the budget: want one line saying the budget was over after 1 try, got %q", l)
+	}
+}
+
+// A server that refuses the report (4xx: unknown instance) is not asked
+// again.
+func TestReportRefusedIsNotRetried(t *testing.T) {
+	var mu sync.Mutex
+	tries := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		http.Error(w, "unknown instance: i-1", http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	sd := loadSeed(t, "instance-id: i-1\n"+ReportMetaKey+": "+srv.URL+"/report/i-1\n",
+		"#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\n")
+	log := runReported(t, t.TempDir(), sd, nil, apply.StageFinal)
+	if tries != 1 {
+		t.Errorf("a 404 was tried %d times, want 1", tries)
+	}
+	if l := reportLines(log); len(l) != 1 || !strings.Contains(l[0], "HTTP 404: unknown instance") {
+		t.Errorf("log lines %q", l)
+	}
+}
