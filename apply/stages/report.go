@@ -33,7 +33,7 @@ import (
 // seedinit.report.enabled: false turns the report off.
 
 // ReportMetaKey is the meta-data key of the report URL.
-const ReportMetaKey = "seedinit-report-url"
+const ReportMetaKey = seed.ReportURLKey
 
 // reportTries is how often a report is tried before it is given up.
 const reportTries = 3

@@ -21,7 +21,7 @@ import (
 	"github.com/seedinit/seedinit/serve/state"
 )
 
-const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] [--report-url URL] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive [--report-url URL] --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
 
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
 // inventory (check), serve it (run, or no verb).
@@ -64,6 +64,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	reload := fs.Duration("reload", 2*time.Second, "how often the inventory's files are checked for edits (0: only on SIGHUP)")
 	verbose := fs.Bool("verbose", false, "log every part served")
 	stateDir := fs.String("state", "/var/lib/seedinit/serve", "where each instance's state (waiting, fetched, provisioned, failed) is kept")
+	reportURL := fs.String("report-url", "", "this server as instances reach it (http://HOST:PORT): each instance's meta-data that names no seedinit-report-url gets URL/report/NAME, where seedinit reports after its final stage")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -118,7 +119,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	}
 	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: log})
 	srv, err = server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
-		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log, Observer: tracker, Extra: tracker.Handlers()})
+		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, ReportURL: *reportURL, Log: log, Observer: tracker, Extra: tracker.Handlers()})
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
