@@ -158,10 +158,11 @@ func testKey(t *testing.T) (ed25519.PrivateKey, trust.Keys) {
 	return priv, trust.Keys{k}
 }
 
-// An instance whose meta-data names its own report URL keeps it; a base
-// that is not an http URL is refused when the server starts.
+// An instance whose meta-data names its own report URL (templated, as a
+// group would) keeps it; a reload fills the new inventory; a base that is
+// not an http URL is refused when the server starts.
 func TestAddReportURL(t *testing.T) {
-	own := map[string]string{"instances/waf-001.yaml": fleet["instances/waf-001.yaml"] + "meta-data:\n  " + seed.ReportURLKey + ": http://127.0.0.1:9/mine\n"}
+	own := map[string]string{"instances/waf-001.yaml": fleet["instances/waf-001.yaml"] + "meta-data:\n  " + seed.ReportURLKey + ": \"http://127.0.0.1:9/{{ name }}\"\n"}
 	inv, err := inventory.Load(writeFleet(t, mergeFiles(fleet, own)))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func TestAddReportURL(t *testing.T) {
 	if err := inv.AddReportURL("http://127.0.0.1:8080/fleet/"); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"waf-001": "http://127.0.0.1:9/mine", "waf-002": "http://127.0.0.1:8080/fleet/report/waf-002"} {
+	for name, want := range map[string]string{"waf-001": "http://127.0.0.1:9/waf-001", "waf-002": "http://127.0.0.1:8080/fleet/report/waf-002"} {
 		inst, _ := inv.Instance(name)
 		if got := inst.MetaData[seed.ReportURLKey]; got != want {
 			t.Errorf("%s: %s %v, want %s", name, seed.ReportURLKey, got, want)
@@ -177,6 +178,17 @@ func TestAddReportURL(t *testing.T) {
 		if meta, err := openStackMeta(inst); err != nil || !strings.Contains(string(meta), `"meta":{"`+seed.ReportURLKey+`":"`+want+`"}`) {
 			t.Errorf("%s: meta_data.json %s (%v) does not carry it in meta", name, meta, err)
 		}
+	}
+	// A reload gives the new inventory's instances theirs too.
+	srv, err := New(Config{Dir: writeFleet(t, fleet), ReportURL: "http://127.0.0.1:8080", Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if inst, _ := srv.Inventory().Instance("waf-002"); inst.MetaData[seed.ReportURLKey] != "http://127.0.0.1:8080/report/waf-002" {
+		t.Errorf("after a reload, waf-002's meta-data: %v", inst.MetaData)
 	}
 	for _, bad := range []string{"127.0.0.1:8080", "ftp://host/", "http://", "http://host/?q=1"} {
 		if _, err := New(Config{Dir: writeFleet(t, fleet), ReportURL: bad}); err == nil || !strings.Contains(err.Error(), "report URL") {
