@@ -93,16 +93,23 @@ func ReportURL(cfg apply.Config, sd *seed.Seed) (rawURL, from string, err error)
 	return "", "", nil
 }
 
-// sendReport POSTs the target's status to where cfg and sd say, if
-// anywhere, and logs one line with the outcome: the URL (redacted), the
-// status and the count of errors, never their text nor anything of the
-// seed.
+// sendReport is SendReport to where cfg and sd say, if anywhere.
 func sendReport(ctx context.Context, root *target.Root, cfg apply.Config, sd *seed.Seed, log *slog.Logger) {
 	rawURL, from, err := ReportURL(cfg, sd)
 	if err != nil {
 		log.Warn("report not sent", "error", err.Error())
 		return
 	}
+	SendReport(ctx, root, rawURL, from, log)
+}
+
+// SendReport POSTs the target's status to rawURL ("": nowhere) within
+// the report's budget, and logs one line with the outcome: the URL
+// (redacted), from (where the URL came from), the status and the count
+// of errors, never their text nor anything of the seed. PID 1 calls it
+// itself when seedinit.strict refuses the handoff, and so no final stage
+// runs to send it.
+func SendReport(ctx context.Context, root *target.Root, rawURL, from string, log *slog.Logger) {
 	if rawURL == "" {
 		return
 	}

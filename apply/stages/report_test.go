@@ -207,6 +207,28 @@ func TestReportURLSources(t *testing.T) {
 	if sink.count() != before {
 		t.Errorf("a run without the final stage sent a report")
 	}
+	// PID 1's run sends none but is told where, for a handoff strict
+	// mode refuses.
+	root, err := target.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	rep, err := Run(context.Background(), Options{Root: root, Seed: loadSeed(t, meta, userData("seedinit: {report: {enabled: true}}\n")), Sys: &applytest.FakeSystem{},
+		Stages: []apply.Stage{apply.StageLocal, apply.StageNetwork, apply.StageConfig}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ReportURL != sink.URL+"/report/from-meta" || rep.ReportFrom != "meta-data "+ReportMetaKey {
+		t.Errorf("PID 1's run: report URL %q from %q, want the meta-data's", rep.ReportURL, rep.ReportFrom)
+	}
+	for _, s := range rep.Stages {
+		for _, w := range s.Warnings {
+			if strings.Contains(w, `"seedinit"`) {
+				t.Errorf("seedinit's own key warned about: %s", w)
+			}
+		}
+	}
 
 	// OpenStack's instance properties.
 	sd := loadSeed(t, "instance-id: i-2\n", userData(""))

@@ -94,6 +94,11 @@ type Report struct {
 	Datasource string        `json:"datasource"`
 	InstanceID string        `json:"instance_id"`
 	Stages     []StageResult `json:"stages"`
+	// ReportURL is where the instance's report goes (report.go), and
+	// ReportFrom what named it; "" for nowhere. For PID 1, whose stages
+	// send none, to report a handoff it refuses.
+	ReportURL  string `json:"-"`
+	ReportFrom string `json:"-"`
 }
 
 // Errors lists every stage's errors.
@@ -168,6 +173,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			res.Errors = append(res.Errors, prep.Errors...)
 			res.Warnings = append(res.Warnings, prep.Warnings...)
 			prestarted = prestart(ctx, opts, st, prep)
+			// A config that names it wrongly is logged when it is sent.
+			report.ReportURL, report.ReportFrom, _ = ReportURL(prep.Config, opts.Seed)
 		}
 		if prep != nil {
 			runModules(ctx, opts, st, prep, prestarted, &res)

@@ -127,11 +127,20 @@ func TestReportURLRoundTrip(t *testing.T) {
 		})
 	}
 
-	// OpenStack carries it in meta_data.json's meta, signed too.
-	env := &ds.Env{Endpoint: base, Fetcher: fetcherFrom(t, addr1), Log: testLog(t)}
-	applied, d := f.decide(fetch(t, "OpenStack", env), uuid1, mac1)
-	if got, from, err := stages.ReportURL(nil, applied); got != base+"/report/waf-001" || err != nil {
-		t.Errorf("OpenStack, under require: report URL %q from %q (%v), want %s/report/waf-001; decision %+v", got, from, err, base, d)
+	// OpenStack carries it in meta_data.json's meta, the vendor layout in
+	// its meta_data.json; both signed.
+	vendorCfg, err := ds.ParseConfig(map[string]any{"datasource": map[string]any{"VendorHTTP": map[string]any{"base_url": base + "/vendor/latest/"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for layout, env := range map[string]*ds.Env{
+		"OpenStack":  {Endpoint: base, Fetcher: fetcherFrom(t, addr1), Log: testLog(t)},
+		"VendorHTTP": {Config: vendorCfg, Fetcher: fetcherFrom(t, addr1), Log: testLog(t)},
+	} {
+		applied, d := f.decide(fetch(t, layout, env), uuid1, mac1)
+		if got, from, err := stages.ReportURL(nil, applied); got != base+"/report/waf-001" || err != nil {
+			t.Errorf("%s, under require: report URL %q from %q (%v), want %s/report/waf-001; decision %+v", layout, got, from, err, base, d)
+		}
 	}
 }
 
