@@ -657,6 +657,8 @@ func (p *PID1) provision() error {
 			SeedErrors:   seedErrs,
 			SeedWarnings: seedWarns,
 			SeedTrust:    decision,
+
+			CmdlineReportURL: p.Opts.Report,
 		})
 		if err != nil {
 			return err

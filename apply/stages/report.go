@@ -13,6 +13,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // seedinit's report: once the final stage is over, the run POSTs what
@@ -28,8 +29,10 @@ import (
 // data, /etc/cloud in the image), else the meta-data's
 // seedinit-report-url (or, in OpenStack's meta_data.json, its "meta"
 // properties' one), which a server can give each instance without any
-// user-data. Both are read from what the seed's trust decision let
-// through: under require, a URL in an unsigned part never reaches here.
+// user-data, else the kernel command line's seedinit.report=. The first
+// two are read from what the seed's trust decision let through: under
+// require, a URL in an unsigned part never reaches here; the command
+// line, which nothing signs, is not used under require.
 // seedinit.report.enabled: false turns the report off.
 
 // ReportMetaKey is the meta-data key of the report URL.
@@ -93,14 +96,38 @@ func ReportURL(cfg apply.Config, sd *seed.Seed) (rawURL, from string, err error)
 	return "", "", nil
 }
 
-// sendReport is SendReport to where cfg and sd say, if anywhere.
-func sendReport(ctx context.Context, root *target.Root, cfg apply.Config, sd *seed.Seed, log *slog.Logger) {
-	rawURL, from, err := ReportURL(cfg, sd)
+// reportTarget is where the run reports: ReportURL's, else the kernel
+// command line's seedinit.report=, which no signature covers and which is
+// therefore not used under require. A config that names it wrongly, and
+// a command line's URL not used, are logged once here.
+func reportTarget(opts Options, cfg apply.Config) (rawURL, from string) {
+	rawURL, from, err := ReportURL(cfg, opts.Seed)
 	if err != nil {
-		log.Warn("report not sent", "error", err.Error())
-		return
+		opts.Log.Warn("no report will be sent", "error", err.Error())
+		return "", ""
 	}
-	SendReport(ctx, root, rawURL, from, log)
+	if rawURL != "" || opts.CmdlineReportURL == "" || reportOff(cfg) {
+		return rawURL, from
+	}
+	if opts.SeedTrust != nil && opts.SeedTrust.Policy == trust.Require.String() {
+		opts.Log.Warn("seedinit.report= on the kernel command line not used: seed trust is require, and no signature covers the command line; give the URL in the signed meta-data (seedinit-report-url)",
+			"url", seed.RedactURL(opts.CmdlineReportURL))
+		return "", ""
+	}
+	return opts.CmdlineReportURL, "seedinit.report= on the kernel command line"
+}
+
+// reportOff says whether the config turns the report off
+// (seedinit.report.enabled: false), which a command line's URL does not
+// turn back on. ReportURL has read the same keys without an error.
+func reportOff(cfg apply.Config) bool {
+	own, _, _ := cfg.Map("seedinit")
+	rep, ok, _ := own.Map("report")
+	if !ok {
+		return false
+	}
+	on, _ := rep.Bool("enabled", true)
+	return !on
 }
 
 // SendReport POSTs the target's status to rawURL ("": nowhere) within

@@ -84,6 +84,12 @@ func loadSeed(t *testing.T, metaData, userData string) *seed.Seed {
 // the log.
 func runReported(t *testing.T, dir string, sd *seed.Seed, d *trust.Decision, stages ...apply.Stage) string {
 	t.Helper()
+	return runReportedCmdline(t, dir, sd, d, "", stages...)
+}
+
+// runReportedCmdline is runReported with seedinit.report=cmdline.
+func runReportedCmdline(t *testing.T, dir string, sd *seed.Seed, d *trust.Decision, cmdline string, stages ...apply.Stage) string {
+	t.Helper()
 	root, err := target.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +98,7 @@ func runReported(t *testing.T, dir string, sd *seed.Seed, d *trust.Decision, sta
 	var logBuf bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logBuf}, nil))
-	opts := Options{Root: root, Seed: sd, Stages: stages, Sys: &applytest.FakeSystem{}, Log: log, ModuleTimeout: time.Second, SeedTrust: d}
+	opts := Options{Root: root, Seed: sd, Stages: stages, Sys: &applytest.FakeSystem{}, Log: log, ModuleTimeout: time.Second, SeedTrust: d, CmdlineReportURL: cmdline}
 	if d != nil {
 		opts.SeedErrors, opts.SeedWarnings = d.Report()
 	}
@@ -262,6 +268,45 @@ func TestReportURLUnsignedUnderRequire(t *testing.T) {
 			}
 			if tc.want == 0 && len(reportLines(log)) != 0 {
 				t.Errorf("require: log lines about a report: %q", reportLines(log))
+			}
+		})
+	}
+}
+
+// The kernel command line's seedinit.report= is the last place looked
+// at: taken when nothing else names a URL, passed over when the meta-data
+// does or the config turns the report off, and never used under require,
+// which no signature of the command line could satisfy.
+func TestReportURLOnTheCommandLine(t *testing.T) {
+	noModules := "#cloud-config\ncloud_init_modules: []\ncloud_config_modules: []\ncloud_final_modules: []\n"
+	for _, tc := range []struct {
+		name, meta, userData string
+		policy               trust.Policy
+		want                 string // the path reported to; "" for none
+		wantLog              string
+	}{
+		{name: "alone", userData: noModules, want: "/report/cmdline", wantLog: `from="seedinit.report= on the kernel command line"`},
+		{name: "meta-data first", meta: ReportMetaKey + ": {{sink}}/report/meta\n", userData: noModules, want: "/report/meta"},
+		{name: "turned off", userData: noModules + "seedinit: {report: {enabled: false}}\n"},
+		{name: "warn", userData: noModules, policy: trust.Warn, want: "/report/cmdline"},
+		{name: "require", userData: noModules, policy: trust.Require, wantLog: "seedinit.report= on the kernel command line not used: seed trust is require"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := newReportSink(t)
+			sd := loadSeed(t, "instance-id: i-1\n"+strings.ReplaceAll(tc.meta, "{{sink}}", sink.URL), tc.userData)
+			var d *trust.Decision
+			if tc.policy != trust.Off {
+				sd, d = trust.Decide(sd, trust.Anchor{Policy: tc.policy, Where: "the test"}, trust.Facts{})
+			}
+			log := runReportedCmdline(t, t.TempDir(), sd, d, sink.URL+"/report/cmdline")
+			switch got := sink.count(); {
+			case tc.want == "" && got != 0:
+				t.Errorf("%d reports, want none", got)
+			case tc.want != "" && (got != 1 || len(sink.got(tc.want)) != 1):
+				t.Errorf("%d reports, want 1 to %s", got, tc.want)
+			}
+			if !strings.Contains(log, tc.wantLog) {
+				t.Errorf("the log lacks %q", tc.wantLog)
 			}
 		})
 	}

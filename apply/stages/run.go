@@ -58,6 +58,10 @@ type Options struct {
 	// in status.json (nil: none was made, as for a seed kept from
 	// before).
 	SeedTrust *trust.Decision
+	// CmdlineReportURL is the kernel command line's seedinit.report=: the
+	// report URL when neither the config nor the meta-data names one,
+	// and never under require (report.go).
+	CmdlineReportURL string
 }
 
 // Module outcomes.
@@ -173,8 +177,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			res.Errors = append(res.Errors, prep.Errors...)
 			res.Warnings = append(res.Warnings, prep.Warnings...)
 			prestarted = prestart(ctx, opts, st, prep)
-			// A config that names it wrongly is logged when it is sent.
-			report.ReportURL, report.ReportFrom, _ = ReportURL(prep.Config, opts.Seed)
+			report.ReportURL, report.ReportFrom = reportTarget(opts, prep.Config)
 		}
 		if prep != nil {
 			runModules(ctx, opts, st, prep, prestarted, &res)
@@ -208,7 +211,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// boot's last stage: PID 1's stages never get here, so the handoff
 	// never waits for it (report.go).
 	if opts.Stages[len(opts.Stages)-1] == apply.StageFinal && prep != nil {
-		sendReport(ctx, opts.Root, prep.Config, opts.Seed, opts.Log)
+		SendReport(ctx, opts.Root, report.ReportURL, report.ReportFrom, opts.Log)
 	}
 	return report, nil
 }
