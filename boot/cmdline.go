@@ -121,6 +121,10 @@ type Options struct {
 	// kept after the handoff; "" decides by the root (kept when it has no
 	// DHCP client of its own).
 	DHCP string
+	// Report is seedinit.report=URL, where the instance reports after its
+	// stages when neither its config nor its meta-data names a place
+	// (apply/stages' report.go); never under seedinit.trust=require.
+	Report string
 }
 
 // DefaultBudget is how long the datasource search may take when nothing
@@ -181,6 +185,9 @@ func ParseOptions(c Cmdline) (Options, []error) {
 	o.Rescue, _ = c.Get("seedinit.rescue")
 	o.Disable = c.Has("seedinit.disable")
 	o.Kexec, _ = c.Get("seedinit.kexec")
+	if v, ok := c.Get("seedinit.report"); ok {
+		o.Report = strings.TrimSpace(v)
+	}
 	if v, ok := c.Get("seedinit.trust"); ok {
 		o.Trust = strings.TrimSpace(v)
 		if _, err := trust.ParsePolicy(v); err != nil {

@@ -48,6 +48,7 @@ func TestParseOptions(t *testing.T) {
 			wantErr: 2,
 		},
 		{line: "seedinit.trust=require", want: Options{ReadOnly: true, Budget: DefaultBudget, Trust: "require"}},
+		{line: "seedinit.report=http://10.0.0.1:8080/report/waf-7", want: Options{ReadOnly: true, Budget: DefaultBudget, Report: "http://10.0.0.1:8080/report/waf-7"}},
 		// Kept as given and taken as require by the check, with a warning.
 		{line: "seedinit.trust=maybe", want: Options{ReadOnly: true, Budget: DefaultBudget, Trust: "maybe"}, wantErr: 1},
 		{line: "seedinit.dhcp=keep", want: Options{ReadOnly: true, Budget: DefaultBudget, DHCP: DHCPKeep}},

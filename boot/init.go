@@ -92,6 +92,10 @@ type PID1 struct {
 	provisionFailures []string
 	stagesErr         error
 	foundSeed         bool
+	// reportURL is where the instance reports (and reportFrom what named
+	// it), as PID 1's stages found it: for a handoff strict mode refuses,
+	// which no final stage follows to report.
+	reportURL, reportFrom string
 	// localSourcesFailed are the local sources found by their probes
 	// that gave no seed, as "NAME: why".
 	localSourcesFailed []string
@@ -653,10 +657,13 @@ func (p *PID1) provision() error {
 			SeedErrors:   seedErrs,
 			SeedWarnings: seedWarns,
 			SeedTrust:    decision,
+
+			CmdlineReportURL: p.Opts.Report,
 		})
 		if err != nil {
 			return err
 		}
+		p.reportURL, p.reportFrom = rep.ReportURL, rep.ReportFrom
 		if errs := rep.Errors(); len(errs) > 0 {
 			return fmt.Errorf("%d module error(s): %s", len(errs), strings.Join(errs, "; "))
 		}

@@ -1,6 +1,7 @@
 package boot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -109,5 +110,14 @@ func (p *PID1) refuseHandoff(root *target.Root, reason string, keep bool) {
 	if err := root.Sync(); err != nil {
 		p.Log.Warn("sync", "error", err.Error())
 	}
+	p.reportRefusal(root)
 	p.rescue(fmt.Errorf("seedinit.strict: %s", reason))
+}
+
+// reportRefusal sends the instance's report, the refusal in it, when
+// its stages named a report URL: no final stage will. It holds no
+// handoff (there is none), only the rescue path, for at most the
+// report's budget; the network PID 1 brought up is still there.
+func (p *PID1) reportRefusal(root *target.Root) {
+	stages.SendReport(context.Background(), root, p.reportURL, p.reportFrom, p.Log)
 }

@@ -39,6 +39,13 @@ func TrustAnchor(dir, where, cmdline string) trust.Anchor {
 // KernelCmdline is the running kernel's command line.
 func KernelCmdline() string { return readCmdline() }
 
+// CmdlineReportURL is the running kernel's seedinit.report=, for the
+// stages a run on this system runs (they use it only as trust allows).
+func CmdlineReportURL() string {
+	opts, _ := ParseOptions(ParseCmdline(readCmdline()))
+	return opts.Report
+}
+
 // DecideTrust makes the one trust decision over sd under a on this
 // machine (its facts read from /sys), logs it (never a part's content)
 // and returns the seed to apply.

@@ -71,6 +71,11 @@ type Seed struct {
 // checked and measured.
 var PartNames = []string{"meta-data", "user-data", "vendor-data", "network-config"}
 
+// ReportURLKey is the meta-data key of the URL seedinit reports its
+// status to after the final stage (apply/stages' report.go), which
+// `seedinit serve --report-url` gives each instance it serves.
+const ReportURLKey = "seedinit-report-url"
+
 // The seed manifest and its signature, beside the parts wherever a seed's
 // publisher can put files (seed/trust reads them).
 const (

@@ -58,6 +58,10 @@ type Options struct {
 	// in status.json (nil: none was made, as for a seed kept from
 	// before).
 	SeedTrust *trust.Decision
+	// CmdlineReportURL is the kernel command line's seedinit.report=: the
+	// report URL when neither the config nor the meta-data names one,
+	// and never under require (report.go).
+	CmdlineReportURL string
 }
 
 // Module outcomes.
@@ -94,6 +98,11 @@ type Report struct {
 	Datasource string        `json:"datasource"`
 	InstanceID string        `json:"instance_id"`
 	Stages     []StageResult `json:"stages"`
+	// ReportURL is where the instance's report goes (report.go), and
+	// ReportFrom what named it; "" for nowhere. For PID 1, whose stages
+	// send none, to report a handoff it refuses.
+	ReportURL  string `json:"-"`
+	ReportFrom string `json:"-"`
 }
 
 // Errors lists every stage's errors.
@@ -168,6 +177,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			res.Errors = append(res.Errors, prep.Errors...)
 			res.Warnings = append(res.Warnings, prep.Warnings...)
 			prestarted = prestart(ctx, opts, st, prep)
+			report.ReportURL, report.ReportFrom = reportTarget(opts, prep.Config)
 		}
 		if prep != nil {
 			runModules(ctx, opts, st, prep, prestarted, &res)
@@ -196,6 +206,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		report.Stages = append(report.Stages, res)
 		opts.Log.Info("stage finished", "stage", stage, "duration", res.Finished.Sub(res.Start).Round(time.Microsecond), "errors", len(res.Errors))
+	}
+	// After the status is final and durable, and only at the end of the
+	// boot's last stage: PID 1's stages never get here, so the handoff
+	// never waits for it (report.go).
+	if opts.Stages[len(opts.Stages)-1] == apply.StageFinal && prep != nil {
+		SendReport(ctx, opts.Root, report.ReportURL, report.ReportFrom, opts.Log)
 	}
 	return report, nil
 }
@@ -539,6 +555,8 @@ var systemKeys = map[string]bool{
 	"syslog_fix_perms": true, "disable_root": true, "disable_root_opts": true,
 	"preserve_hostname": true, "manual_cache_clean": true, "network": true,
 	"reporting": true, "ssh_pwauth": true, "allow_public_ssh_keys": true,
+	// seedinit's own settings (the report, report.go).
+	"seedinit": true,
 }
 
 // maxListedWarnings bounds the warnings of one kind that Prepare lists

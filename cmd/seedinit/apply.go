@@ -163,6 +163,12 @@ func runStages(verb, rootDir, seedDir, stageName string, decide decideFunc, out 
 		log.Warn("not running as root: new files belong to this user rather than their owners, and commands (bootcmd, runcmd, scripts) are skipped", "root", root.Dir())
 	}
 	host := &apply.HostSystem{Root: root, Log: log}
+	// run works on the system this kernel booted; apply on a root that
+	// may be an image, which the host's command line says nothing of.
+	var cmdlineReport string
+	if verb == "run" {
+		cmdlineReport = boot.CmdlineReportURL()
+	}
 	start := time.Now()
 	report, err := stages.Run(ctx, stages.Options{
 		Root:    root,
@@ -176,6 +182,8 @@ func runStages(verb, rootDir, seedDir, stageName string, decide decideFunc, out 
 		SeedErrors:   seedErrs,
 		SeedWarnings: seedWarns,
 		SeedTrust:    decision,
+
+		CmdlineReportURL: cmdlineReport,
 	})
 	elapsed := time.Since(start)
 	// The log is kept in the target like cloud-init.log, appended per run.

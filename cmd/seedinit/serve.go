@@ -21,7 +21,7 @@ import (
 	"github.com/seedinit/seedinit/serve/state"
 )
 
-const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] [--access-log FILE] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] [--report-url URL] [--access-log FILE] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive [--report-url URL] --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
 
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
 // inventory (check), serve it (run, or no verb).
@@ -65,6 +65,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("verbose", false, "log every part served")
 	accessLog := fs.String("access-log", "", "append a line per request (time, source, instance, method, path, status, ms) to this file")
 	stateDir := fs.String("state", "/var/lib/seedinit/serve", "where each instance's state (waiting, fetched, provisioned, failed) is kept")
+	reportURL := fs.String("report-url", "", "this server as instances reach it (http://HOST:PORT): each instance's meta-data that names no seedinit-report-url gets URL/report/NAME, where seedinit reports after its final stage")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -128,7 +129,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	}
 	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: log})
 	srv, err = server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
-		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, Log: log, Observer: tracker, Extra: tracker.Handlers(), AccessLog: access})
+		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, ReportURL: *reportURL, Log: log, Observer: tracker, Extra: tracker.Handlers(), AccessLog: access})
 	if err != nil {
 		return fail(stderr, "serve: %v", err)
 	}

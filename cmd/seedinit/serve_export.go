@@ -14,7 +14,7 @@ import (
 	"github.com/seedinit/seedinit/serve/inventory"
 )
 
-const serveExportUsage = "serve export: usage: seedinit serve export --format iso|vfat|configdrive [--sign-key KEY [--valid-for D]] --out DIR INVENTORY"
+const serveExportUsage = "serve export: usage: seedinit serve export --format iso|vfat|configdrive [--sign-key KEY [--valid-for D]] [--report-url URL] --out DIR INVENTORY"
 
 // runServeExport is `seedinit serve export`: one seed image per instance
 // of an inventory, for appliances that read a disk and ask no server.
@@ -24,6 +24,7 @@ func runServeExport(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "folder the images are written to (NAME.iso, NAME.img, NAME.config-2.iso)")
 	keyFile := fs.String("sign-key", "", "sign each image with this Ed25519 key (OpenSSH format, unencrypted), bound to its instance")
 	validFor := fs.String("valid-for", "", "with --sign-key: each image is refused this long after signing (720h, 30d)")
+	reportURL := fs.String("report-url", "", "a seedinit serve as instances reach it (http://HOST:PORT): each NoCloud image's meta-data that names no seedinit-report-url gets URL/report/NAME")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -59,6 +60,11 @@ func runServeExport(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return fail(stderr, "serve export: %v", err)
+	}
+	if *reportURL != "" {
+		if err := inv.AddReportURL(*reportURL); err != nil {
+			return fail(stderr, "serve export: --report-url: %v", err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -42,7 +42,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +53,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply/schema"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/seed/yaml11"
 	"go.yaml.in/yaml/v3"
@@ -662,6 +665,33 @@ func (inv *Inventory) ByAddress(a netip.Addr) (*Instance, bool) {
 func (inv *Inventory) Instance(name string) (*Instance, bool) {
 	i, ok := inv.byName[name]
 	return i, ok
+}
+
+// AddReportURL gives each instance whose meta-data names no report URL
+// (seed.ReportURLKey) BASE/report/NAME, where `seedinit serve` takes
+// seedinit's report after its final stage. It is meta-data like the rest,
+// so a manifest signed after it covers it. base must be an http or https
+// URL the instances can reach.
+func (inv *Inventory) AddReportURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("report URL %q: want http://HOST[:PORT][/PATH] that instances reach this server at", base)
+	}
+	base = strings.TrimSuffix(u.String(), "/")
+	for _, inst := range inv.Instances {
+		if v, ok := inst.MetaData[seed.ReportURLKey]; ok && v != nil && v != "" {
+			continue
+		}
+		// A copy: an instance's meta-data may share its map with no
+		// other, but nothing here promises it.
+		md := maps.Clone(inst.MetaData)
+		if md == nil {
+			md = map[string]any{}
+		}
+		md[seed.ReportURLKey] = base + "/report/" + url.PathEscape(inst.Name)
+		inst.MetaData = md
+	}
+	return nil
 }
 
 // HasAddress says whether a is one an address selector of inst holds.

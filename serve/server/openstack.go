@@ -10,6 +10,7 @@ import (
 
 	"github.com/seedinit/seedinit/netup/parse"
 	"github.com/seedinit/seedinit/netup/render"
+	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/serve/inventory"
 )
 
@@ -29,11 +30,17 @@ func openStackMeta(inst *inventory.Instance) ([]byte, error) {
 	if h, ok := md["local-hostname"].(string); ok && h != "" {
 		hostname = h
 	}
+	meta := map[string]any{}
+	// Nova's instance properties are where an OpenStack meta_data.json
+	// carries what is not its own; seedinit reads its report URL there.
+	if u, ok := md[seed.ReportURLKey].(string); ok && u != "" {
+		meta[seed.ReportURLKey] = u
+	}
 	out := map[string]any{
 		"uuid":         inst.InstanceID,
 		"name":         inst.Name,
 		"launch_index": 0,
-		"meta":         map[string]any{},
+		"meta":         meta,
 	}
 	if hostname != "" {
 		out["hostname"] = hostname

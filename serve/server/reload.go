@@ -74,6 +74,10 @@ func (s *Server) Reload() error {
 	// The fingerprint is taken before the load: an edit during the load
 	// changes it again and is read on the next poll.
 	s.fingerprint = fp
+	if err == nil && s.cfg.ReportURL != "" {
+		// Before the generation is served: its manifests cover it.
+		err = inv.AddReportURL(s.cfg.ReportURL)
+	}
 	if err != nil {
 		var problems inventory.Problems
 		if errors.As(err, &problems) {

@@ -74,6 +74,10 @@ type Config struct {
 	// VendorPrefix is where the VendorHTTP layout is served:
 	// "/vendor/" unless set.
 	VendorPrefix string
+	// ReportURL, when set, is where instances reach this server: each
+	// instance's meta-data that names no report URL gets
+	// ReportURL/report/NAME (inventory.AddReportURL), on every load.
+	ReportURL string
 	// Observer hears every request; nil hears nothing.
 	Observer Observer
 	// Extra are more handlers on the mux, by ServeMux pattern
@@ -172,6 +176,11 @@ func New(cfg Config) (*Server, error) {
 		}
 	} else if cfg.Dir != "" {
 		s.fingerprint, _ = fingerprint(cfg.Dir)
+	}
+	if cfg.ReportURL != "" {
+		if err := inv.AddReportURL(cfg.ReportURL); err != nil {
+			return nil, err
+		}
 	}
 	s.gen.Store(&generation{inv: inv, loadedAt: cfg.Now(), manifests: map[manifestKey]*signed{}})
 	s.mux = http.NewServeMux()
