@@ -294,6 +294,10 @@ func readRecord(p string) (Record, error) {
 // record file.
 var ErrBadInstance = errors.New("not an instance name")
 
+// CheckName says why instance cannot name a record (ErrBadInstance),
+// nil when it can: every Store takes the same names.
+func CheckName(instance string) error { return checkName(instance) }
+
 func checkName(instance string) error {
 	if instance == "" || strings.ContainsAny(instance, "/\\\x00") || strings.HasPrefix(instance, ".") || len(instance) > 200 {
 		return fmt.Errorf("%q: %w", instance, ErrBadInstance)

@@ -1,0 +1,143 @@
+// Package pgtest starts a throwaway PostgreSQL for a test: Debian's
+// package (apt-get install postgresql; scripts/install-deps), a cluster
+// made with initdb in the test's temporary folder, listening only on a
+// Unix socket there, stopped when the test ends. Nothing is mocked: the
+// replicas' row locks, transactions and notifications are the server's.
+package pgtest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seedinit/seedinit/internal/testenv"
+)
+
+const install = "Debian's postgresql package: apt-get install postgresql, or scripts/install-deps"
+
+// Bin is the folder of initdb and postgres, "" when not installed.
+func Bin() string {
+	// Debian keeps them out of PATH, one folder per major version; the
+	// newest is taken.
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(matches) == 0 {
+		if p, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p)
+		}
+		return ""
+	}
+	newest, best := "", -1
+	for _, m := range matches {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(m))))
+		if v > best {
+			newest, best = filepath.Dir(m), v
+		}
+	}
+	return newest
+}
+
+// Start starts a cluster for t and returns the DSN of its database
+// "postgres" (user seedinit, no password: trust on the socket).
+func Start(t testing.TB) string {
+	t.Helper()
+	bin := Bin()
+	if bin == "" {
+		testenv.Skipf(t, "initdb is not installed (%s)", install)
+	}
+	dir := t.TempDir()
+	// PostgreSQL will not run as root: the cluster runs as nobody, which
+	// must reach the folder (the folders testing made are root's, 0700).
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		nobody, err := user.Lookup("nobody")
+		if err != nil {
+			testenv.Skipf(t, "no user nobody to run PostgreSQL as (it refuses root): %v", err)
+		}
+		uid, _ := strconv.Atoi(nobody.Uid)
+		gid, _ := strconv.Atoi(nobody.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+			if err := os.Chmod(p, 0o711); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, sock := filepath.Join(dir, "data"), dir
+	run := func(name string, args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(bin, name), args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Dir = dir
+		// The server's messages come in its own language otherwise, and
+		// initdb's locale from the environment.
+		cmd.Env = []string{"LANG=C", "LC_ALL=C", "PATH=" + bin + ":/usr/bin:/bin"}
+		return cmd
+	}
+	var out bytes.Buffer
+	initdb := run("initdb", "-D", data, "-U", "seedinit", "--auth=trust", "-E", "UTF8", "--no-sync")
+	initdb.Stdout, initdb.Stderr = &out, &out
+	if err := initdb.Run(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out.String())
+	}
+	logf := filepath.Join(dir, "postgres.log")
+	lf, err := os.Create(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred != nil {
+		lf.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	// No TCP: the socket in the test's folder is the only way in. fsync
+	// off: a test's cluster does not outlive a crash.
+	pg := run("postgres", "-D", data, "-k", sock, "-c", "listen_addresses=", "-c", "fsync=off",
+		"-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100")
+	pg.Stdout, pg.Stderr = lf, lf
+	if err := pg.Start(); err != nil {
+		lf.Close()
+		t.Fatalf("start postgres: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { pg.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		// SIGINT is its fast shutdown: clients cut, no wait for them.
+		pg.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			pg.Process.Kill()
+			<-exited
+		}
+		lf.Close()
+	})
+	socket := filepath.Join(sock, ".s.PGSQL.5432")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			// The socket shows before the server takes connections;
+			// pg_isready says when it does.
+			if exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", sock).Run() == nil {
+				break
+			}
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logf)
+			t.Fatalf("postgres exited at start:\n%s", b)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logf)
+			t.Fatalf("postgres did not take connections within a minute:\n%s", b)
+		}
+	}
+	return fmt.Sprintf("host=%s user=seedinit dbname=postgres sslmode=disable", sock)
+}
