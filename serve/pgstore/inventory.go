@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/lib/pq"
 	"github.com/seedinit/seedinit/serve/inventory"
 )
 
@@ -118,12 +119,12 @@ func (db *DB) Load(ctx context.Context, files Files, source string) (gen Generat
 		return gen, nil, false, err
 	}
 	gen = Generation{Digest: files.Digest(), Source: quoteSource(source), Instances: len(inv.Instances), Groups: len(inv.Groups)}
-	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockInventory)); err != nil {
+	err = db.inTx(ctx, nil, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockInventory)); err != nil {
 			return err
 		}
 		var last Generation
-		err := tx.QueryRow(ctx, "SELECT generation, made, digest FROM seedinit_inventory ORDER BY generation DESC LIMIT 1").Scan(&last.Number, &last.Made, &last.Digest)
+		err := tx.QueryRowContext(ctx, "SELECT generation, made, digest FROM seedinit_inventory ORDER BY generation DESC LIMIT 1").Scan(&last.Number, &last.Made, &last.Digest)
 		if err != nil && !isNoRows(err) {
 			return err
 		}
@@ -132,22 +133,25 @@ func (db *DB) Load(ctx context.Context, files Files, source string) (gen Generat
 			return nil
 		}
 		gen.Number, changed = last.Number+1, true
-		if err := tx.QueryRow(ctx, "INSERT INTO seedinit_inventory (generation, digest, source, instances, groups) VALUES ($1, $2, $3, $4, $5) RETURNING made",
+		if err := tx.QueryRowContext(ctx, "INSERT INTO seedinit_inventory (generation, digest, source, instances, groups) VALUES ($1, $2, $3, $4, $5) RETURNING made",
 			gen.Number, gen.Digest, gen.Source, gen.Instances, gen.Groups).Scan(&gen.Made); err != nil {
 			return err
 		}
-		rows := make([][]any, 0, len(files))
+		paths := make([]string, 0, len(files))
+		contents := make([][]byte, 0, len(files))
 		for p, c := range files {
-			rows = append(rows, []any{gen.Number, p, c})
+			paths, contents = append(paths, p), append(contents, c)
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"seedinit_inventory_file"}, []string{"generation", "path", "content"}, pgx.CopyFromRows(rows)); err != nil {
+		// One statement for all the files, not a round trip each.
+		if _, err := tx.ExecContext(ctx, "INSERT INTO seedinit_inventory_file (generation, path, content) SELECT $1, p, c FROM unnest($2::text[], $3::bytea[]) AS f(p, c)",
+			gen.Number, pq.Array(paths), pq.Array(contents)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM seedinit_inventory WHERE generation <= $1", gen.Number-keepGenerations); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM seedinit_inventory WHERE generation <= $1", gen.Number-keepGenerations); err != nil {
 			return err
 		}
 		// Delivered at commit, to every replica listening.
-		_, err = tx.Exec(ctx, "SELECT pg_notify('"+notifyChannel+"', $1)", strconv.FormatInt(gen.Number, 10))
+		_, err = tx.ExecContext(ctx, "SELECT pg_notify('"+notifyChannel+"', $1)", strconv.FormatInt(gen.Number, 10))
 		return err
 	})
 	if err != nil {
@@ -167,8 +171,8 @@ func (db *DB) Inventory(ctx context.Context) (*inventory.Inventory, Generation, 
 	files := Files{}
 	// One snapshot: a Load that prunes this generation meanwhile does
 	// not take its files away half read.
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, "SELECT generation, made, digest, source, instances, groups FROM seedinit_inventory ORDER BY generation DESC LIMIT 1").
+	err := db.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, "SELECT generation, made, digest, source, instances, groups FROM seedinit_inventory ORDER BY generation DESC LIMIT 1").
 			Scan(&gen.Number, &gen.Made, &gen.Digest, &gen.Source, &gen.Instances, &gen.Groups)
 		if isNoRows(err) {
 			return ErrNoInventory
@@ -176,7 +180,7 @@ func (db *DB) Inventory(ctx context.Context) (*inventory.Inventory, Generation, 
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "SELECT path, content FROM seedinit_inventory_file WHERE generation = $1", gen.Number)
+		rows, err := tx.QueryContext(ctx, "SELECT path, content FROM seedinit_inventory_file WHERE generation = $1", gen.Number)
 		if err != nil {
 			return err
 		}
@@ -207,7 +211,7 @@ func (db *DB) Inventory(ctx context.Context) (*inventory.Inventory, Generation, 
 // latest is the latest generation's number, 0 when there is none.
 func (db *DB) latest(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.pool.QueryRow(ctx, "SELECT coalesce(max(generation), 0) FROM seedinit_inventory").Scan(&n)
+	err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(generation), 0) FROM seedinit_inventory").Scan(&n)
 	return n, err
 }
 
@@ -267,8 +271,9 @@ func (db *DB) Watch(ctx context.Context, poll time.Duration, have int64, use fun
 }
 
 // listen keeps a connection that LISTENs for stored generations and
-// pokes notified for each, reconnecting every retry while the database is
-// away.
+// pokes notified for each, and when it is back after a loss (pq.Listener
+// reconnects by itself, every retry at most): what was stored meanwhile
+// is read then.
 func (db *DB) listen(ctx context.Context, retry time.Duration, notified chan<- struct{}) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -276,45 +281,40 @@ func (db *DB) listen(ctx context.Context, retry time.Duration, notified chan<- s
 			db.log.Error("inventory notifications stopped", "panic", fmt.Sprint(p))
 		}
 	}()
-	for ctx.Err() == nil {
-		err := db.listenOnce(ctx, notified)
-		if ctx.Err() != nil {
-			return
+	l := pq.NewListener(db.dsn, min(retry, time.Second), retry, func(ev pq.ListenerEventType, err error) {
+		switch ev {
+		case pq.ListenerEventDisconnected, pq.ListenerEventConnectionAttemptFailed:
+			if err != nil && ctx.Err() == nil {
+				db.log.Warn("inventory notifications lost, polling until they are back", "database", db.where, "error", err.Error())
+			}
+		case pq.ListenerEventReconnected:
+			db.log.Info("inventory notifications back", "database", db.where)
 		}
-		db.log.Warn("inventory notifications lost, polling until they are back", "database", db.where, "error", err.Error())
+	})
+	// Listen waits for the first connection; Close ends the wait.
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	defer l.Close()
+	if err := l.Listen(notifyChannel); err != nil {
+		if ctx.Err() == nil {
+			db.log.Warn("inventory notifications off, polling", "database", db.where, "error", err.Error())
+		}
+		return
+	}
+	// What was stored before the LISTEN is read now.
+	poke(notified)
+	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(retry):
+		case _, ok := <-l.Notify:
+			if !ok {
+				return
+			}
+			// A notification, or nil after a reconnection: read the
+			// latest either way.
+			poke(notified)
 		}
-	}
-}
-
-func (db *DB) listenOnce(ctx context.Context, notified chan<- struct{}) error {
-	// A connection of its own: one that LISTENs is not given back to
-	// the pool for queries.
-	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
-	}
-	// What was stored while nobody listened is found now.
-	poke(notified)
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		poke(notified)
-	}
-}
-
-func poke(c chan<- struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
 	}
 }
 
@@ -361,5 +361,12 @@ func (db *DB) FollowDir(ctx context.Context, dir string, poll time.Duration, fro
 		if changed {
 			db.log.Info("inventory stored", "dir", dir, "generation", gen.Number, "instances", gen.Instances, "groups", gen.Groups)
 		}
+	}
+}
+
+func poke(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }

@@ -22,53 +22,70 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
+	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lib/pq"
 )
 
 // DB is one replica's handle on the shared database.
 type DB struct {
-	pool  *pgxpool.Pool
+	sql   *sql.DB
 	where string
-	log   *slog.Logger
+	// dsn is for the notifications' own connection (pq.Listener takes
+	// a DSN); it holds the password and is never printed.
+	dsn string
+	log *slog.Logger
 }
+
+// maxConns bounds a replica's connections: each request holds one for
+// a transaction of a few milliseconds; a database's max_connections (100
+// by default) is shared by every replica.
+const maxConns = 16
 
 // Open connects to the database dsn names (a libpq connection string or
 // URL: several hosts and target_session_attrs=read-write follow a
-// failover), and creates or migrates its tables. Errors and logs name the
+// failover; lib/pq's sslmode is require unless the DSN says otherwise), and creates or migrates its tables. Errors and logs name the
 // database by Where, never with its password.
 func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := pq.NewConfig(dsn)
 	if err != nil {
-		// pgconn's parse error quotes the DSN with its password
-		// redacted.
-		return nil, fmt.Errorf("open the database: %w", err)
+		return nil, fmt.Errorf("open the database: the connection string does not parse: %s", unquote(err.Error()))
 	}
-	db := &DB{where: where(cfg.ConnConfig.Config), log: log}
-	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("open the database %s: %w", db.where, err)
+	conn, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open the database: %s", unquote(err.Error()))
 	}
+	db := &DB{sql: sql.OpenDB(conn), where: where(cfg), dsn: dsn, log: log}
+	db.sql.SetMaxOpenConns(maxConns)
+	db.sql.SetMaxIdleConns(maxConns)
+	db.sql.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.migrate(ctx); err != nil {
-		db.pool.Close()
+		db.sql.Close()
 		return nil, err
 	}
 	return db, nil
 }
 
+// quoted are what a parse error quotes of the connection string: it may
+// be a password.
+var quoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+
+func unquote(s string) string { return quoted.ReplaceAllString(s, "…") }
+
 // where names the database without its password: user@host:port/db, and
 // how many more hosts the DSN lists.
-func where(c pgconn.Config) string {
+func where(c pq.Config) string {
 	s := fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
-	if n := len(c.Fallbacks); n > 0 {
+	if n := len(c.Multi); n > 0 {
 		s += fmt.Sprintf(" (and %d more hosts)", n)
 	}
 	return s
@@ -78,10 +95,7 @@ func where(c pgconn.Config) string {
 func (db *DB) Where() string { return db.where }
 
 // Close implements state.Store: it closes the connections.
-func (db *DB) Close() error {
-	db.pool.Close()
-	return nil
-}
+func (db *DB) Close() error { return db.sql.Close() }
 
 // migrations are the schema's versions, each applied once, in order, in
 // the transaction that records it. A version once released is never
@@ -129,18 +143,18 @@ const (
 // binary's is refused: an older replica would write what a newer one
 // does not expect.
 func (db *DB) migrate(ctx context.Context) error {
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockMigrate)); err != nil {
+	err := db.inTx(ctx, nil, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockMigrate)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS seedinit_schema (
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS seedinit_schema (
 	version integer PRIMARY KEY,
 	applied timestamptz NOT NULL DEFAULT now()
 )`); err != nil {
 			return err
 		}
 		var have int
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM seedinit_schema").Scan(&have); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM seedinit_schema").Scan(&have); err != nil {
 			return err
 		}
 		want := len(migrations) - 1
@@ -148,10 +162,10 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("the schema is version %d, newer than this seedinit's %d: upgrade seedinit", have, want)
 		}
 		for v := have + 1; v <= want; v++ {
-			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 				return fmt.Errorf("version %d: %w", v, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO seedinit_schema (version) VALUES ($1)", v); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO seedinit_schema (version) VALUES ($1)", v); err != nil {
 				return fmt.Errorf("version %d: %w", v, err)
 			}
 			db.log.Info("database schema migrated", "database", db.where, "version", v)
@@ -172,11 +186,11 @@ const tokenSecretLen = 32
 func (db *DB) TokenSecret(ctx context.Context, random func([]byte)) ([]byte, error) {
 	fresh := make([]byte, tokenSecretLen)
 	random(fresh)
-	if _, err := db.pool.Exec(ctx, "INSERT INTO seedinit_secret (name, value) VALUES ('imdsv2-token', $1) ON CONFLICT (name) DO NOTHING", fresh); err != nil {
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO seedinit_secret (name, value) VALUES ('imdsv2-token', $1) ON CONFLICT (name) DO NOTHING", fresh); err != nil {
 		return nil, fmt.Errorf("make the token secret in %s: %w", db.where, err)
 	}
 	var secret []byte
-	if err := db.pool.QueryRow(ctx, "SELECT value FROM seedinit_secret WHERE name = 'imdsv2-token'").Scan(&secret); err != nil {
+	if err := db.sql.QueryRowContext(ctx, "SELECT value FROM seedinit_secret WHERE name = 'imdsv2-token'").Scan(&secret); err != nil {
 		return nil, fmt.Errorf("read the token secret from %s: %w", db.where, err)
 	}
 	if len(secret) < tokenSecretLen {
@@ -186,7 +200,21 @@ func (db *DB) TokenSecret(ctx context.Context, random func([]byte)) ([]byte, err
 }
 
 // isNoRows says err is a query's "no row".
-func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// inTx runs fn in a transaction, committed when fn returns nil and rolled
+// back otherwise.
+func (db *DB) inTx(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	tx, err := db.sql.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
 
 // quoteSource keeps what a generation says of its source short.
 func quoteSource(s string) string {

@@ -157,10 +157,10 @@ func TestMigrate(t *testing.T) {
 	open(t, dsn)
 	ctx := context.Background()
 	var n int
-	if err := db.pool.QueryRow(ctx, "SELECT count(*) FROM seedinit_schema").Scan(&n); err != nil || n != len(migrations)-1 {
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM seedinit_schema").Scan(&n); err != nil || n != len(migrations)-1 {
 		t.Fatalf("schema versions: %d %v, want %d", n, err, len(migrations)-1)
 	}
-	if _, err := db.pool.Exec(ctx, "INSERT INTO seedinit_schema (version) VALUES (99)"); err != nil {
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO seedinit_schema (version) VALUES (99)"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(ctx, dsn, testLog(t)); err == nil || !strings.Contains(err.Error(), "version 99, newer than this seedinit's") {
@@ -250,5 +250,23 @@ func TestInventoryGenerations(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the replica was not told of generation 2")
+	}
+
+	// The listening connection is cut (a failover, a restart): what is
+	// stored meanwhile is read when it is back.
+	if _, err := loader.sql.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"); err != nil {
+		t.Fatal(err)
+	}
+	good["instances/waf-003.yaml"] = []byte("instance: waf-003\n")
+	if _, _, _, err := loader.Load(ctx, good, "lab"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		if g.Number != 3 {
+			t.Errorf("watched after the cut: %+v, want generation 3", g)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the replica was not told of generation 3 after its notifications were cut")
 	}
 }

@@ -2,10 +2,10 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/seedinit/seedinit/serve/state"
 )
 
@@ -19,12 +19,12 @@ func (db *DB) update(ctx context.Context, instance string, fn func(*state.Record
 	if err := state.CheckName(instance); err != nil {
 		return fmt.Errorf("update state of %w", err)
 	}
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "INSERT INTO seedinit_state (instance, record) VALUES ($1, 'null') ON CONFLICT (instance) DO NOTHING", instance); err != nil {
+	err := db.inTx(ctx, nil, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO seedinit_state (instance, record) VALUES ($1, 'null') ON CONFLICT (instance) DO NOTHING", instance); err != nil {
 			return err
 		}
 		var raw []byte
-		if err := tx.QueryRow(ctx, "SELECT record FROM seedinit_state WHERE instance = $1 FOR UPDATE", instance).Scan(&raw); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT record FROM seedinit_state WHERE instance = $1 FOR UPDATE", instance).Scan(&raw); err != nil {
 			return err
 		}
 		r := state.Record{Instance: instance, State: state.Waiting}
@@ -38,7 +38,9 @@ func (db *DB) update(ctx context.Context, instance string, fn func(*state.Record
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "UPDATE seedinit_state SET record = $2, updated = now() WHERE instance = $1", instance, b)
+		// jsonb takes the JSON as text: lib/pq would send a []byte as
+		// bytea.
+		_, err = tx.ExecContext(ctx, "UPDATE seedinit_state SET record = $2, updated = now() WHERE instance = $1", instance, string(b))
 		return err
 	})
 	if err != nil {
@@ -61,7 +63,7 @@ func (db *DB) Reported(ctx context.Context, instance string, rep state.Report) e
 func (db *DB) Get(ctx context.Context, instance string) (state.Record, bool, error) {
 	var r state.Record
 	var raw []byte
-	err := db.pool.QueryRow(ctx, "SELECT record FROM seedinit_state WHERE instance = $1 AND record <> 'null'", instance).Scan(&raw)
+	err := db.sql.QueryRowContext(ctx, "SELECT record FROM seedinit_state WHERE instance = $1 AND record <> 'null'", instance).Scan(&raw)
 	if isNoRows(err) {
 		return r, false, nil
 	}
@@ -76,7 +78,7 @@ func (db *DB) Get(ctx context.Context, instance string) (state.Record, bool, err
 
 // List implements state.Store.
 func (db *DB) List(ctx context.Context) ([]state.Record, error) {
-	rows, err := db.pool.Query(ctx, `SELECT instance, record FROM seedinit_state WHERE record <> 'null' ORDER BY instance COLLATE "C"`)
+	rows, err := db.sql.QueryContext(ctx, `SELECT instance, record FROM seedinit_state WHERE record <> 'null' ORDER BY instance COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("list the state in %s: %w", db.where, err)
 	}
