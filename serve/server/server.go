@@ -357,7 +357,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, interval time.Durat
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("serving", "listen", ln.Addr().String(), "inventory", s.cfg.Dir, "instances", len(s.Inventory().Instances),
+	s.log.Info("serving", "listen", ln.Addr().String(), "inventory", s.Inventory().Dir, "instances", len(s.Inventory().Instances),
 		"signed", s.cfg.SignKey != nil, "imdsv1", s.cfg.IMDSv1, "vendor_prefix", s.cfg.VendorPrefix)
 	done := make(chan struct{})
 	go func() {
