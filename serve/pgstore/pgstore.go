@@ -173,6 +173,9 @@ func (db *DB) migrate(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		if strings.Contains(err.Error(), "SSL is not enabled on the server") {
+			return fmt.Errorf("migrate the schema of %s: %w (lib/pq's sslmode is require unless the DSN says sslmode=disable)", db.where, err)
+		}
 		return fmt.Errorf("migrate the schema of %s: %w", db.where, err)
 	}
 	return nil

@@ -20,6 +20,9 @@ import (
 	"github.com/seedinit/seedinit/internal/testenv"
 )
 
+// capDACReadSearch is CAP_DAC_READ_SEARCH (linux/capability.h).
+const capDACReadSearch = 2
+
 const install = "Debian's postgresql package: apt-get install postgresql, or scripts/install-deps"
 
 // Bin is the folder of initdb and postgres, "" when not installed.
@@ -52,8 +55,12 @@ func Start(t testing.TB) string {
 		testenv.Skipf(t, "initdb is not installed (%s)", install)
 	}
 	dir := t.TempDir()
-	// PostgreSQL will not run as root: the cluster runs as nobody, which
-	// must reach the folder (the folders testing made are root's, 0700).
+	// PostgreSQL will not run as root: the cluster runs as nobody, in
+	// the folder given to it. The folders above it are root's and 0700
+	// (testing's, and scripts/go-test-confined's TMPDIR), and opening
+	// them up would be a write outside the test's folder: nobody gets
+	// CAP_DAC_READ_SEARCH instead, to walk down to its own.
+	var attr syscall.SysProcAttr
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		nobody, err := user.Lookup("nobody")
@@ -63,20 +70,24 @@ func Start(t testing.TB) string {
 		uid, _ := strconv.Atoi(nobody.Uid)
 		gid, _ := strconv.Atoi(nobody.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
-		for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-			if err := os.Chmod(p, 0o711); err != nil {
-				t.Fatal(err)
-			}
-		}
+		attr.Credential = cred
+		attr.AmbientCaps = []uintptr{capDACReadSearch}
 		if err := os.Chown(dir, uid, gid); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A Unix socket's path is at most 107 bytes.
+	if n := len(filepath.Join(dir, ".s.PGSQL.5432")); n > 107 {
+		t.Fatalf("the socket's path in %s is %d bytes, more than a socket takes: a shorter TMPDIR", dir, n)
+	}
 	data, sock := filepath.Join(dir, "data"), dir
 	run := func(name string, args ...string) *exec.Cmd {
 		cmd := exec.Command(filepath.Join(bin, name), args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		cmd.Dir = dir
+		a := attr
+		cmd.SysProcAttr = &a
+		// Not dir: the child changes into it before exec, when its
+		// capability is not in effect yet.
+		cmd.Dir = "/"
 		// The server's messages come in its own language otherwise, and
 		// initdb's locale from the environment.
 		cmd.Env = []string{"LANG=C", "LC_ALL=C", "PATH=" + bin + ":/usr/bin:/bin"}
