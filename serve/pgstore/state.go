@@ -10,21 +10,30 @@ import (
 )
 
 // update is the read-modify-write of one instance's record, in one
-// transaction under the row's lock: the row is made if missing (so that
-// two replicas recording an instance's first fetch together wait on one
-// row, not race two inserts), locked with FOR UPDATE, changed by the same
-// rules as the FileStore's, and written. A replica holding the lock makes
-// the other wait, never lose its update.
+// transaction under the row's lock (SELECT ... FOR UPDATE), changed by the
+// same rules as the FileStore's, and written: a replica holding the lock
+// makes the other wait, never lose its update. An instance's first record
+// is made as a placeholder row first (INSERT ... ON CONFLICT DO NOTHING),
+// so that two replicas recording its first fetch together wait on one row
+// instead of racing two inserts; the later updates, most of them, go
+// straight to the lock.
 func (db *DB) update(ctx context.Context, instance string, fn func(*state.Record)) error {
 	if err := state.CheckName(instance); err != nil {
 		return fmt.Errorf("update state of %w", err)
 	}
 	err := db.inTx(ctx, nil, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO seedinit_state (instance, record) VALUES ($1, 'null') ON CONFLICT (instance) DO NOTHING", instance); err != nil {
-			return err
-		}
 		var raw []byte
-		if err := tx.QueryRowContext(ctx, "SELECT record FROM seedinit_state WHERE instance = $1 FOR UPDATE", instance).Scan(&raw); err != nil {
+		lock := func() error {
+			return tx.QueryRowContext(ctx, "SELECT record FROM seedinit_state WHERE instance = $1 FOR UPDATE", instance).Scan(&raw)
+		}
+		err := lock()
+		if isNoRows(err) {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO seedinit_state (instance, record) VALUES ($1, 'null') ON CONFLICT (instance) DO NOTHING", instance); err != nil {
+				return err
+			}
+			err = lock()
+		}
+		if err != nil {
 			return err
 		}
 		r := state.Record{Instance: instance, State: state.Waiting}
