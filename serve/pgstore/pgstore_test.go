@@ -270,3 +270,43 @@ func TestInventoryGenerations(t *testing.T) {
 		t.Fatal("the replica was not told of generation 3 after its notifications were cut")
 	}
 }
+
+// A generation a replica cannot load (stored by a seedinit of another
+// version, or by hand) is passed over, and the replica keeps what it
+// serves until a good one comes.
+func TestWatchPassesOverABadGeneration(t *testing.T) {
+	dsn := pgtest.Start(t)
+	loader, replica := open(t, dsn), open(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g1, _, _, err := loader.Load(ctx, inv1, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Generation, 4)
+	go replica.Watch(ctx, 100*time.Millisecond, g1.Number, func(_ *inventory.Inventory, g Generation) { got <- g })
+	bad := Files{"instances/waf-001.yaml": []byte("instance: waf-001\ngroups: [gone]\n")}
+	if _, err := loader.sql.ExecContext(ctx, "INSERT INTO seedinit_inventory (generation, digest, source, instances, groups) VALUES (2, $1, 'by hand', 1, 0)", bad.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loader.sql.ExecContext(ctx, "INSERT INTO seedinit_inventory_file (generation, path, content) VALUES (2, 'instances/waf-001.yaml', $1)", bad["instances/waf-001.yaml"]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		t.Fatalf("the replica took generation %d, which has problems", g.Number)
+	case <-time.After(time.Second):
+	}
+	g3, _, _, err := loader.Load(ctx, inv1, "lab")
+	if err != nil || g3.Number != 3 {
+		t.Fatalf("a good load after the bad generation: %+v %v", g3, err)
+	}
+	select {
+	case g := <-got:
+		if g.Number != 3 {
+			t.Errorf("watched %d, want 3", g.Number)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the replica did not take generation 3")
+	}
+}
