@@ -74,7 +74,13 @@ func (t *tokens) mac(head []byte, remote netip.Addr) []byte {
 // issue makes a token for remote that lasts ttl.
 func (t *tokens) issue(remote netip.Addr, ttl time.Duration) string {
 	raw := make([]byte, tokenExpiryLen+tokenNonceLen, tokenLen)
-	binary.BigEndian.PutUint64(raw, uint64(t.now().Add(ttl).Unix()))
+	// Rounded up to the second: a token lasts its TTL at least.
+	exp := t.now().Add(ttl)
+	secs := exp.Unix()
+	if exp.Nanosecond() > 0 {
+		secs++
+	}
+	binary.BigEndian.PutUint64(raw, uint64(secs))
 	rand.Read(raw[tokenExpiryLen:])
 	raw = append(raw, t.mac(raw, remote)...)
 	return base64.RawURLEncoding.EncodeToString(raw)
@@ -92,7 +98,7 @@ func (t *tokens) check(tok string, remote netip.Addr) string {
 		// address, so a token of another address fails here too.
 		return "unknown IMDSv2 token, or issued to another address"
 	}
-	if expires := int64(binary.BigEndian.Uint64(raw)); t.now().Unix() >= expires {
+	if expires := time.Unix(int64(binary.BigEndian.Uint64(raw)), 0); !t.now().Before(expires) {
 		return "expired IMDSv2 token"
 	}
 	return ""
