@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing/fstest"
 	"time"
 
@@ -281,14 +282,18 @@ func (db *DB) listen(ctx context.Context, retry time.Duration, notified chan<- s
 			db.log.Error("inventory notifications stopped", "panic", fmt.Sprint(p))
 		}
 	}()
+	// down says the loss was logged: once an outage, not every attempt.
+	var down atomic.Bool
 	l := pq.NewListener(db.dsn, min(retry, time.Second), retry, func(ev pq.ListenerEventType, err error) {
 		switch ev {
 		case pq.ListenerEventDisconnected, pq.ListenerEventConnectionAttemptFailed:
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && !down.Swap(true) {
 				db.log.Warn("inventory notifications lost, polling until they are back", "database", db.where, "error", err.Error())
 			}
 		case pq.ListenerEventReconnected:
-			db.log.Info("inventory notifications back", "database", db.where)
+			if down.Swap(false) {
+				db.log.Info("inventory notifications back", "database", db.where)
+			}
 		}
 	})
 	// Listen waits for the first connection; Close ends the wait.

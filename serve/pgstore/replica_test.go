@@ -211,3 +211,59 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 }
+
+// While the database is away, the replicas go on serving seeds (the
+// inventory and the token secret are in memory) and say that the status
+// is not there (503) rather than a wrong one; when it is back, they
+// record again and see the next edit, without a restart.
+func TestReplicasOutliveTheDatabase(t *testing.T) {
+	cluster := pgtest.StartCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loader := open(t, cluster.DSN)
+	if _, _, _, err := loader.Load(ctx, lab, "lab"); err != nil {
+		t.Fatal(err)
+	}
+	a, b := startReplica(t, ctx, cluster.DSN, nil, time.Second), startReplica(t, ctx, cluster.DSN, nil, time.Second)
+	c := clientFrom("127.0.0.2")
+	cluster.Stop()
+	if code, body := do(t, c, "GET", a.url+"/nocloud/meta-data", nil, ""); code != 200 || !strings.Contains(body, "waf-001") {
+		t.Errorf("a seed while the database is away: %d %q", code, body)
+	}
+	code, tok := do(t, c, "PUT", a.url+"/latest/api/token", http.Header{"X-Aws-Ec2-Metadata-Token-Ttl-Seconds": {"60"}}, "")
+	if code != 200 {
+		t.Fatalf("token PUT while the database is away: %d", code)
+	}
+	if code, body := do(t, c, "GET", b.url+"/latest/meta-data/instance-id", http.Header{"X-Aws-Ec2-Metadata-Token": {tok}}, ""); code != 200 || body != "waf-001" {
+		t.Errorf("A's token on B while the database is away: %d %q", code, body)
+	}
+	if code, _ := do(t, c, "GET", b.url+"/status", nil, ""); code != http.StatusServiceUnavailable {
+		t.Errorf("status while the database is away: %d, want 503", code)
+	}
+
+	cluster.Restart()
+	if code, _ := do(t, c, "GET", b.url+"/nocloud/user-data", nil, ""); code != 200 {
+		t.Errorf("a seed after the database is back: %d", code)
+	}
+	if r, ok, err := loader.Get(ctx, "waf-001"); err != nil || !ok || r.LastPart != "nocloud user-data" {
+		t.Errorf("the fetch after the database is back: %+v %v %v", r, ok, err)
+	}
+	edited := maps.Clone(lab)
+	edited["instances/waf-003.yaml"] = []byte("instance: waf-003\ngroups: [waf]\n")
+	if _, _, _, err := loader.Load(ctx, edited, "lab"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*replica{a, b} {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, _ := do(t, c, "GET", r.url+"/nocloud/waf-003/meta-data", nil, "")
+			if code == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not serve the edit made after the database came back: %d", r.url, code)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}

@@ -50,6 +50,29 @@ func Bin() string {
 // "postgres" (user seedinit, no password: trust on the socket).
 func Start(t testing.TB) string {
 	t.Helper()
+	return StartCluster(t).DSN
+}
+
+// Cluster is a test's PostgreSQL, which it may stop and start again (a
+// database away, a failover).
+type Cluster struct {
+	DSN string
+	t   testing.TB
+	// start runs postgres and waits until it takes connections; stop
+	// ends it.
+	start func()
+	stop  func()
+}
+
+// Stop stops the cluster (a fast shutdown: clients are cut).
+func (c *Cluster) Stop() { c.stop() }
+
+// Restart starts the stopped cluster again, over the same data.
+func (c *Cluster) Restart() { c.t.Helper(); c.start() }
+
+// StartCluster is Start, with the cluster to stop and start again.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
 	bin := Bin()
 	if bin == "" {
 		testenv.Skipf(t, "initdb is not installed (%s)", install)
@@ -100,25 +123,13 @@ func Start(t testing.TB) string {
 		t.Fatalf("initdb: %v\n%s", err, out.String())
 	}
 	logf := filepath.Join(dir, "postgres.log")
-	lf, err := os.Create(logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cred != nil {
-		lf.Chown(int(cred.Uid), int(cred.Gid))
-	}
-	// No TCP: the socket in the test's folder is the only way in. fsync
-	// off: a test's cluster does not outlive a crash.
-	pg := run("postgres", "-D", data, "-k", sock, "-c", "listen_addresses=", "-c", "fsync=off",
-		"-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100")
-	pg.Stdout, pg.Stderr = lf, lf
-	if err := pg.Start(); err != nil {
-		lf.Close()
-		t.Fatalf("start postgres: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { pg.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	c := &Cluster{DSN: fmt.Sprintf("host=%s user=seedinit dbname=postgres sslmode=disable", sock), t: t}
+	var pg *exec.Cmd
+	var exited chan struct{}
+	c.stop = func() {
+		if pg == nil {
+			return
+		}
 		// SIGINT is its fast shutdown: clients cut, no wait for them.
 		pg.Process.Signal(syscall.SIGINT)
 		select {
@@ -127,28 +138,53 @@ func Start(t testing.TB) string {
 			pg.Process.Kill()
 			<-exited
 		}
-		lf.Close()
-	})
-	socket := filepath.Join(sock, ".s.PGSQL.5432")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(socket); err == nil {
-			// The socket shows before the server takes connections;
-			// pg_isready says when it does.
-			if exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", sock).Run() == nil {
-				break
+		pg = nil
+	}
+	c.start = func() {
+		t.Helper()
+		lf, err := os.OpenFile(logf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lf.Close() // the child has its own copy
+		if cred != nil {
+			lf.Chown(int(cred.Uid), int(cred.Gid))
+		}
+		// No TCP: the socket in the test's folder is the only way in.
+		// fsync off: a test's cluster does not outlive a crash.
+		pg = run("postgres", "-D", data, "-k", sock, "-c", "listen_addresses=", "-c", "fsync=off",
+			"-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100")
+		pg.Stdout, pg.Stderr = lf, lf
+		if err := pg.Start(); err != nil {
+			pg = nil
+			t.Fatalf("start postgres: %v", err)
+		}
+		exited = make(chan struct{})
+		go func(cmd *exec.Cmd, done chan struct{}) { cmd.Wait(); close(done) }(pg, exited)
+		socket := filepath.Join(sock, ".s.PGSQL.5432")
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if _, err := os.Stat(socket); err == nil {
+				// The socket shows before the server takes
+				// connections; pg_isready says when it does.
+				if exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", sock).Run() == nil {
+					return
+				}
+			}
+			select {
+			case <-exited:
+				b, _ := os.ReadFile(logf)
+				pg = nil
+				t.Fatalf("postgres exited at start:\n%s", b)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(logf)
+				t.Fatalf("postgres did not take connections within a minute:\n%s", b)
 			}
 		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logf)
-			t.Fatalf("postgres exited at start:\n%s", b)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf)
-			t.Fatalf("postgres did not take connections within a minute:\n%s", b)
-		}
 	}
-	return fmt.Sprintf("host=%s user=seedinit dbname=postgres sslmode=disable", sock)
+	t.Cleanup(c.stop)
+	c.start()
+	return c
 }
