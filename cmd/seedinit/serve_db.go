@@ -36,7 +36,8 @@ func serveReplica(ctx context.Context, dsn, dir string, reload time.Duration, cf
 	if err != nil {
 		return nil, fail(stderr, "serve: --db: %v", err), false
 	}
-	r := &replica{db: db, reread: func() {}}
+	// SIGHUP: the database's latest generation, at once.
+	r := &replica{db: db, reread: db.Reread}
 	if dir != "" {
 		gen, code, ok := loadDir(octx, db, dir, stderr)
 		if !ok {
@@ -58,6 +59,7 @@ func serveReplica(ctx context.Context, dsn, dir string, reload time.Duration, cf
 			if err != nil {
 				log.Error("inventory not stored, the database keeps the previous one", "dir", dir, "error", err.Error())
 			}
+			db.Reread()
 		}
 	}
 	// The poll behind the notifications: every --reload, and never

@@ -222,7 +222,7 @@ func (db *DB) latest(ctx context.Context) (int64, error) {
 // broke, the database failed over). A generation this replica refuses is
 // logged once and passed over; it keeps serving the one it has.
 func (db *DB) Watch(ctx context.Context, poll time.Duration, have int64, use func(*inventory.Inventory, Generation)) {
-	notified := make(chan struct{}, 1)
+	notified := db.wake
 	go db.listen(ctx, poll, notified)
 	t := time.NewTicker(poll)
 	defer t.Stop()
@@ -368,6 +368,10 @@ func (db *DB) FollowDir(ctx context.Context, dir string, poll time.Duration, fro
 		}
 	}
 }
+
+// Reread has Watch read the latest generation now, not at its next poll
+// (SIGHUP).
+func (db *DB) Reread() { poke(db.wake) }
 
 func poke(c chan<- struct{}) {
 	select {

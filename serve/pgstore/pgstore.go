@@ -41,6 +41,9 @@ type DB struct {
 	// a DSN); it holds the password and is never printed.
 	dsn string
 	log *slog.Logger
+	// wake has Watch read the latest generation: a notification, or
+	// Reread.
+	wake chan struct{}
 }
 
 // maxConns bounds a replica's connections: each request holds one for
@@ -64,7 +67,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the database: %s", unquote(err.Error()))
 	}
-	db := &DB{sql: sql.OpenDB(conn), where: where(cfg), dsn: dsn, log: log}
+	db := &DB{sql: sql.OpenDB(conn), where: where(cfg), dsn: dsn, log: log, wake: make(chan struct{}, 1)}
 	db.sql.SetMaxOpenConns(maxConns)
 	db.sql.SetMaxIdleConns(maxConns)
 	db.sql.SetConnMaxIdleTime(5 * time.Minute)

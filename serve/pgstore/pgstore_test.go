@@ -310,3 +310,40 @@ func TestWatchPassesOverABadGeneration(t *testing.T) {
 		t.Fatal("the replica did not take generation 3")
 	}
 }
+
+// Reread (SIGHUP) reads a generation no notification announced at once,
+// not at the next poll.
+func TestReread(t *testing.T) {
+	dsn := pgtest.Start(t)
+	loader, replica := open(t, dsn), open(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g1, _, _, err := loader.Load(ctx, inv1, "lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Generation, 4)
+	go replica.Watch(ctx, time.Hour, g1.Number, func(_ *inventory.Inventory, g Generation) { got <- g })
+	time.Sleep(500 * time.Millisecond) // its first look, after the LISTEN
+	quiet := Files{"instances/waf-009.yaml": []byte("instance: waf-009\n")}
+	if _, err := loader.sql.ExecContext(ctx, "INSERT INTO seedinit_inventory (generation, digest, source, instances, groups) VALUES (2, $1, 'by hand', 1, 0)", quiet.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loader.sql.ExecContext(ctx, "INSERT INTO seedinit_inventory_file (generation, path, content) VALUES (2, 'instances/waf-009.yaml', $1)", quiet["instances/waf-009.yaml"]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		t.Fatalf("generation %d seen before Reread", g.Number)
+	case <-time.After(300 * time.Millisecond):
+	}
+	replica.Reread()
+	select {
+	case g := <-got:
+		if g.Number != 2 {
+			t.Errorf("after Reread: generation %d, want 2", g.Number)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Reread did not read generation 2")
+	}
+}
