@@ -45,7 +45,7 @@ var commands = map[string]command{
 	"resizefs":    {"grow a mounted filesystem to its device's size, online", runResizefs},
 	"schema":      {"validate cloud-config like cloud-init schema", runSchema},
 	"seed":        {"build NoCloud or config-drive seed images: seed build ...", runSeed},
-	"serve":       {"the fleet's side: serve an inventory's seeds (serve DIR) or check it (serve check DIR)", runServe},
+	"serve":       {"the fleet's side: serve an inventory's seeds (serve DIR; serve --db DSN for replicas over PostgreSQL), check it (serve check DIR), load it (serve load --db DSN DIR)", runServe},
 	"detect":      {"say which datasource this machine has, and why", runDetect},
 	"dhcp":        {"keep PID 1's DHCP leases after the handoff: dhcp keep --state FILE", runDHCP},
 	"fetch":       {"fetch the instance's seed into a NoCloud directory", runFetch},

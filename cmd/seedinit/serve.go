@@ -21,7 +21,7 @@ import (
 	"github.com/seedinit/seedinit/serve/state"
 )
 
-const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR] [--report-url URL] [--access-log FILE] DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive [--report-url URL] --out DIR INVENTORY | seedinit serve status (--state DIR | --url URL)"
+const serveUsage = "serve: usage: seedinit serve [run] [--listen ADDR] [--sign-key FILE] [--leases FILE]... [--lease-wait D] [--dhcp FIRST-LAST/PREFIX --dhcp-interface IFACE [--dhcp-router A] [--dhcp-dns A]...] [--imdsv1] [--vendor-prefix /PATH/] [--state DIR | --db DSN] [--report-url URL] [--access-log FILE] DIR | seedinit serve --db DSN [options] | seedinit serve load --db DSN DIR | seedinit serve check [--show INSTANCE] DIR | seedinit serve export --format iso|vfat|configdrive [--report-url URL] --out DIR INVENTORY | seedinit serve status (--state DIR | --db DSN | --url URL)"
 
 // runServe is `seedinit serve`: the fleet's side. Its verbs: check an
 // inventory (check), serve it (run, or no verb).
@@ -36,6 +36,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return runServeExport(args[1:], stdout, stderr)
 		case "status":
 			return runServeStatus(args[1:], stdout, stderr)
+		case "load":
+			return runServeLoad(args[1:], stdout, stderr)
 		}
 	}
 	if len(args) == 0 {
@@ -46,7 +48,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 // runServeRun is `seedinit serve [run] DIR`: serve the inventory in
 // every layout until SIGINT or SIGTERM; SIGHUP rereads it (as does an
-// edit, seen within --reload).
+// edit, seen within --reload). With --db it is one replica of many over
+// PostgreSQL (serve_db.go): DIR, when given, is loaded into the database
+// for all of them.
 func runServeRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seedinit serve", flag.ContinueOnError)
 	listen := fs.String("listen", ":8080", "address to listen on")
@@ -66,12 +70,16 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 	accessLog := fs.String("access-log", "", "append a line per request (time, source, instance, method, path, status, ms) to this file")
 	stateDir := fs.String("state", "/var/lib/seedinit/serve", "where each instance's state (waiting, fetched, provisioned, failed) is kept")
 	reportURL := fs.String("report-url", "", "this server as instances reach it (http://HOST:PORT): each instance's meta-data that names no seedinit-report-url gets URL/report/NAME, where seedinit reports after its final stage")
+	dsn := fs.String("db", "", "PostgreSQL connection string: the inventory, state and token secret replicas share (DIR is then optional: loaded into it when given)")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(rest) != 1 {
+	if len(rest) != 1 && (*dsn == "" || len(rest) != 0) {
 		return fail(stderr, serveUsage)
+	}
+	if *dsn != "" && flagSet(fs, "state") {
+		return fail(stderr, "serve: --state and --db: with --db the state is kept in the database")
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -84,17 +92,6 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 		if priv, err = trust.ReadSigningKey(*signKey); err != nil {
 			return fail(stderr, "serve: --sign-key: %v", err)
 		}
-	}
-	inv, err := inventory.Load(rest[0])
-	var problems inventory.Problems
-	if errors.As(err, &problems) {
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p)
-		}
-		return fail(stderr, "serve: %s: %d problems (seedinit serve check %s)", rest[0], len(problems), rest[0])
-	}
-	if err != nil {
-		return fail(stderr, "serve: %v", err)
 	}
 	if *leaseWait <= 0 {
 		*leaseWait = -1 // the flag's 0 is "do not wait", Config's is the default
@@ -119,22 +116,51 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		access = f
 	}
-	store, err := state.OpenFileStore(*stateDir)
-	if err != nil {
-		return fail(stderr, "serve: --state: %v", err)
-	}
-	defer store.Close()
-	for _, p := range store.Problems {
-		log.Warn("state folder", "problem", p)
-	}
-	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: log})
-	srv, err = server.New(server.Config{Dir: rest[0], Inventory: inv, SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
-		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, ReportURL: *reportURL, Log: log, Observer: tracker, Extra: tracker.Handlers(), AccessLog: access})
-	if err != nil {
-		return fail(stderr, "serve: %v", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cfg := server.Config{SignKey: priv, Leases: leases, LeaseWait: *leaseWait, LeaseSources: sources,
+		IMDSv1: *imdsv1, VendorPrefix: *vendorPrefix, ReportURL: *reportURL, AccessLog: access, Log: log}
+	// reread is SIGHUP's: the folder again.
+	var reread func()
+	var interval time.Duration
+	if *dsn != "" {
+		var dir string
+		if len(rest) == 1 {
+			dir = rest[0]
+		}
+		r, code, ok := serveReplica(ctx, *dsn, dir, *reload, cfg, log, stderr)
+		if !ok {
+			return code
+		}
+		defer r.db.Close()
+		srv, reread = r.srv, r.reread
+	} else {
+		inv, err := inventory.Load(rest[0])
+		var problems inventory.Problems
+		if errors.As(err, &problems) {
+			for _, p := range problems {
+				fmt.Fprintln(stderr, p)
+			}
+			return fail(stderr, "serve: %s: %d problems (seedinit serve check %s)", rest[0], len(problems), rest[0])
+		}
+		if err != nil {
+			return fail(stderr, "serve: %v", err)
+		}
+		store, err := state.OpenFileStore(*stateDir)
+		if err != nil {
+			return fail(stderr, "serve: --state: %v", err)
+		}
+		defer store.Close()
+		for _, p := range store.Problems {
+			log.Warn("state folder", "problem", p)
+		}
+		tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: log})
+		cfg.Dir, cfg.Inventory, cfg.Observer, cfg.Extra = rest[0], inv, tracker, tracker.Handlers()
+		if srv, err = server.New(cfg); err != nil {
+			return fail(stderr, "serve: %v", err)
+		}
+		reread, interval = func() { srv.Reload() }, *reload
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -144,7 +170,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				srv.Reload()
+				reread()
 			}
 		}
 	}()
@@ -160,7 +186,7 @@ func runServeRun(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	if err := srv.ListenAndServe(ctx, *listen, *reload); err != nil {
+	if err := srv.ListenAndServe(ctx, *listen, interval); err != nil {
 		return fail(stderr, "serve: %v", err)
 	}
 	return exitOK

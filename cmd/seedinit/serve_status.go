@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/serve/inventory"
+	"github.com/seedinit/seedinit/serve/pgstore"
 	"github.com/seedinit/seedinit/serve/state"
 )
 
-const serveStatusUsage = "serve status: usage: seedinit serve status (--state DIR [--inventory DIR] | --url http://SERVER) [--format text|json]"
+const serveStatusUsage = "serve status: usage: seedinit serve status (--state DIR [--inventory DIR] | --db DSN | --url http://SERVER) [--format text|json]"
 
 // maxStatusAnswer caps what a server's /status may send back: a line per
 // instance of a large lab.
@@ -30,12 +31,19 @@ func runServeStatus(args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state", "", "the server's state folder")
 	invDir := fs.String("inventory", "", "with --state: list the inventory's instances, waiting ones included")
 	server := fs.String("url", "", "ask a running server's /status instead (http://HOST:PORT)")
+	dsn := fs.String("db", "", "read the state replicas keep in PostgreSQL, with the inventory stored there")
 	format := fs.String("format", "text", "text or json")
 	rest, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(rest) != 0 || (*stateDir == "") == (*server == "") || (*invDir != "" && *stateDir == "") {
+	sources := 0
+	for _, s := range []string{*stateDir, *server, *dsn} {
+		if s != "" {
+			sources++
+		}
+	}
+	if len(rest) != 0 || sources != 1 || (*invDir != "" && *stateDir == "") {
 		return fail(stderr, serveStatusUsage)
 	}
 	if *format != "text" && *format != "json" {
@@ -43,6 +51,9 @@ func runServeStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	if *server != "" {
 		return serveStatusRemote(*server, *format, stdout, stderr)
+	}
+	if *dsn != "" {
+		return serveStatusDB(*dsn, *format, stdout, stderr)
 	}
 	var inv *inventory.Inventory
 	if *invDir != "" {
@@ -63,11 +74,17 @@ func runServeStatus(args []string, stdout, stderr io.Writer) int {
 	for _, p := range store.Problems {
 		fmt.Fprintf(stderr, "seedinit: serve status: warning: %s\n", p)
 	}
-	entries, err := state.Entries(context.Background(), store, inv)
+	return writeStatus(context.Background(), store, inv, *format, stdout, stderr)
+}
+
+// writeStatus writes the status of inv's instances (nil: of every
+// record) in store.
+func writeStatus(ctx context.Context, store state.Store, inv *inventory.Inventory, format string, stdout, stderr io.Writer) int {
+	entries, err := state.Entries(ctx, store, inv)
 	if err != nil {
 		return fail(stderr, "serve status: %v", err)
 	}
-	if *format == "json" {
+	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(state.NewStatusJSON(entries)); err != nil {
@@ -79,6 +96,27 @@ func runServeStatus(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "serve status: %v", err)
 	}
 	return exitOK
+}
+
+// serveStatusDB is status --db: the replicas' shared state, listed with
+// the latest inventory stored (records only when there is none).
+func serveStatusDB(dsn, format string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
+	defer cancel()
+	db, err := pgstore.Open(ctx, dsn, nil)
+	if err != nil {
+		return fail(stderr, "serve status: %v", err)
+	}
+	defer db.Close()
+	inv, _, err := db.Inventory(ctx)
+	if err != nil && !errors.Is(err, pgstore.ErrNoInventory) {
+		var problems inventory.Problems
+		if !errors.As(err, &problems) {
+			return fail(stderr, "serve status: %v", err)
+		}
+		fmt.Fprintf(stderr, "seedinit: serve status: warning: the stored inventory has %d problems here: records only\n", len(problems))
+	}
+	return writeStatus(ctx, db, inv, format, stdout, stderr)
 }
 
 func serveStatusRemote(server, format string, stdout, stderr io.Writer) int {

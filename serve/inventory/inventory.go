@@ -46,7 +46,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -216,23 +215,41 @@ func (l *loader) errorf(file string, line int, key, format string, args ...any) 
 // a dot are passed over: .git, the state folder). The error is Problems
 // when the inventory has any; the Inventory is then nil.
 func Load(dir string) (*Inventory, error) {
+	return LoadFS(os.DirFS(dir), dir)
+}
+
+// IsInventoryFile says whether Load reads the file at path (slash
+// separated, relative to the inventory's folder): what a copy of an
+// inventory (a database's) must keep.
+func IsInventoryFile(path string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return false
+		}
+	}
+	return strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")
+}
+
+// LoadFS is Load of an inventory that is not a folder on this machine
+// (one kept in a database for replicas), with the same checks; dir names
+// it in the Inventory and in errors.
+func LoadFS(fsys fs.FS, dir string) (*Inventory, error) {
 	l := &loader{}
 	var files []*file
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != dir && strings.HasPrefix(d.Name(), ".") {
+		if p != "." && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+		if d.IsDir() || !IsInventoryFile(p) {
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
-		if f := l.readFile(p, rel); f != nil {
+		if f := l.readFile(fsys, p); f != nil {
 			files = append(files, f)
 		}
 		return nil
@@ -310,8 +327,8 @@ func collapse(ps []Problem) Problems {
 }
 
 // readFile reads and decodes one file; nil when it cannot be used.
-func (l *loader) readFile(p, rel string) *file {
-	data, err := readLimited(p)
+func (l *loader) readFile(fsys fs.FS, rel string) *file {
+	data, err := readLimited(fsys, rel)
 	if err != nil {
 		l.errorf(rel, 0, "", "%v", err)
 		return nil
@@ -373,8 +390,8 @@ func rawScalars(data []byte, under string) map[string]string {
 	return out
 }
 
-func readLimited(p string) ([]byte, error) {
-	f, err := os.Open(p)
+func readLimited(fsys fs.FS, p string) ([]byte, error) {
+	f, err := fsys.Open(p)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/seed/yaml11"
@@ -277,5 +278,46 @@ func TestTextUserData(t *testing.T) {
 	b, _ := inv.Instance("b-1")
 	if string(b.VendorData) != "#cloud-config\nhostname: b1\n" || b.UserData != nil {
 		t.Errorf("b-1: vendor-data %q, user-data %q", b.VendorData, b.UserData)
+	}
+}
+
+// LoadFS (an inventory kept in a database) reads what Load reads of a
+// folder, passes over the same names, and finds the same problems.
+func TestLoadFS(t *testing.T) {
+	files := map[string]string{
+		"groups/waf.yaml":        wafGroup,
+		"instances/waf-001.yaml": "instance: waf-001\ngroups: [waf]\nselectors: {mac: 52:54:00:00:00:01}\n",
+		"instances/.draft.yaml":  "not: an inventory file\n",
+		".git/config.yaml":       "neither\n",
+		"README.md":              "# the lab\n",
+		"instances/waf-002.yml":  "instance: waf-002\ngroups: [waf]\nselectors: {mac: 52:54:00:00:00:02}\n",
+	}
+	mfs := fstest.MapFS{}
+	for p, c := range files {
+		mfs[p] = &fstest.MapFile{Data: []byte(c)}
+	}
+	fromDir := loadOK(t, files)
+	fromFS, err := LoadFS(mfs, "generation 1")
+	if err != nil {
+		t.Fatalf("LoadFS: %v", err)
+	}
+	if len(fromFS.Instances) != 2 || fromFS.Dir != "generation 1" {
+		t.Fatalf("LoadFS: %d instances, dir %q", len(fromFS.Instances), fromFS.Dir)
+	}
+	for i, inst := range fromDir.Instances {
+		got := fromFS.Instances[i]
+		if inst.Name != got.Name || string(inst.UserData) != string(got.UserData) || string(inst.NetworkConfig) != string(got.NetworkConfig) {
+			t.Errorf("%s: LoadFS differs from Load", inst.Name)
+		}
+	}
+	for p, want := range map[string]bool{"groups/waf.yaml": true, "a.yml": true, ".git/x.yaml": false, "instances/.draft.yaml": false, "README.md": false} {
+		if IsInventoryFile(p) != want {
+			t.Errorf("IsInventoryFile(%q) = %v", p, !want)
+		}
+	}
+	mfs["instances/waf-003.yaml"] = &fstest.MapFile{Data: []byte("instance: waf-003\ngroups: [nope]\n")}
+	var problems Problems
+	if _, err := LoadFS(mfs, "generation 2"); !errors.As(err, &problems) || problems[0].File != "instances/waf-003.yaml" || problems[0].Line != 2 {
+		t.Errorf("LoadFS of a broken inventory: %v", err)
 	}
 }

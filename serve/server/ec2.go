@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"net/http"
 	"net/netip"
@@ -10,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/seedinit/seedinit/serve/inventory"
@@ -21,65 +24,82 @@ import (
 // to the address that asked for it, so an address that did not PUT
 // cannot replay another's, and a PUT with X-Forwarded-For is refused as
 // EC2 refuses it: a proxy on the instance (an SSRF) does not get one.
+//
+// A token is its own record: its expiry and a nonce, and an HMAC over
+// them and the address under the server's secret. Nothing is kept per
+// token, so a client that PUTs in a loop grows nothing, and replicas
+// that share the secret (Config.TokenSecret, kept in their database)
+// each accept the tokens of the others: the PUT and the GETs of one boot
+// may reach different replicas behind a load balancer.
 const (
 	tokenHeader    = "X-aws-ec2-metadata-token"
 	tokenTTLHeader = "X-aws-ec2-metadata-token-ttl-seconds"
 	maxTokenTTL    = 21600
-	// maxTokens bounds the table: a client that PUTs in a loop cannot
-	// grow it without end.
-	maxTokens = 1 << 18
+	// MinTokenSecret is the shortest Config.TokenSecret taken.
+	MinTokenSecret = 32
 )
 
-type tokenInfo struct {
-	remote  netip.Addr
-	expires time.Time
-}
+// A token's bytes: expiry (Unix seconds, big-endian), nonce, MAC.
+const (
+	tokenExpiryLen = 8
+	tokenNonceLen  = 8
+	tokenMACLen    = sha256.Size
+	tokenLen       = tokenExpiryLen + tokenNonceLen + tokenMACLen
+)
 
 type tokens struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]tokenInfo
+	now    func() time.Time
+	secret []byte
 }
 
-func newTokens(now func() time.Time) *tokens {
-	return &tokens{now: now, m: map[string]tokenInfo{}}
-}
-
-// issue makes a token for remote that lasts ttl; false when the table
-// is full of live tokens.
-func (t *tokens) issue(remote netip.Addr, ttl time.Duration) (string, bool) {
-	var raw [32]byte
-	rand.Read(raw[:])
-	tok := base64.RawURLEncoding.EncodeToString(raw[:])
-	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.m) >= maxTokens {
-		for k, v := range t.m {
-			if !now.Before(v.expires) {
-				delete(t.m, k)
-			}
-		}
-		if len(t.m) >= maxTokens {
-			return "", false
-		}
+// newTokens makes tokens under secret; a nil secret is a random one of
+// this process's own, whose tokens no other process accepts.
+func newTokens(now func() time.Time, secret []byte) *tokens {
+	if secret == nil {
+		secret = make([]byte, MinTokenSecret)
+		rand.Read(secret)
 	}
-	t.m[tok] = tokenInfo{remote: remote, expires: now.Add(ttl)}
-	return tok, true
+	return &tokens{now: now, secret: bytes.Clone(secret)}
+}
+
+func (t *tokens) mac(head []byte, remote netip.Addr) []byte {
+	m := hmac.New(sha256.New, t.secret)
+	m.Write([]byte("seedinit imdsv2 token\x00"))
+	m.Write(head)
+	a := remote.Unmap().As16()
+	m.Write(a[:])
+	return m.Sum(nil)
+}
+
+// issue makes a token for remote that lasts ttl.
+func (t *tokens) issue(remote netip.Addr, ttl time.Duration) string {
+	raw := make([]byte, tokenExpiryLen+tokenNonceLen, tokenLen)
+	// Rounded up to the second: a token lasts its TTL at least.
+	exp := t.now().Add(ttl)
+	secs := exp.Unix()
+	if exp.Nanosecond() > 0 {
+		secs++
+	}
+	binary.BigEndian.PutUint64(raw, uint64(secs))
+	rand.Read(raw[tokenExpiryLen:])
+	raw = append(raw, t.mac(raw, remote)...)
+	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
 // check says why tok does not let remote in, "" when it does.
 func (t *tokens) check(tok string, remote netip.Addr) string {
-	t.mu.Lock()
-	info, ok := t.m[tok]
-	t.mu.Unlock()
-	switch {
-	case !ok:
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) != tokenLen {
 		return "unknown IMDSv2 token"
-	case !t.now().Before(info.expires):
+	}
+	head := raw[:tokenExpiryLen+tokenNonceLen]
+	if !hmac.Equal(raw[len(head):], t.mac(head, remote)) {
+		// Not told apart from a forged one: the MAC covers the
+		// address, so a token of another address fails here too.
+		return "unknown IMDSv2 token, or issued to another address"
+	}
+	if expires := time.Unix(int64(binary.BigEndian.Uint64(raw)), 0); !t.now().Before(expires) {
 		return "expired IMDSv2 token"
-	case info.remote != remote:
-		return "IMDSv2 token issued to another address"
 	}
 	return ""
 }
@@ -169,11 +189,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *request) {
 		s.refuse(w, r, http.StatusForbidden, "no source address to bind a token to")
 		return
 	}
-	tok, ok := s.tokens.issue(r.remote, time.Duration(ttl)*time.Second)
-	if !ok {
-		s.refuse(w, r, http.StatusServiceUnavailable, "token table full")
-		return
-	}
+	tok := s.tokens.issue(r.remote, time.Duration(ttl)*time.Second)
 	w.Header().Set("Content-Type", "text/plain")
 	w.Header().Set(tokenTTLHeader, strconv.Itoa(ttl))
 	w.Write([]byte(tok))

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bytes"
+	"encoding/base64"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedinit/seedinit/seed/ds"
 )
@@ -197,5 +201,53 @@ func TestExtraConflict(t *testing.T) {
 	_, err := New(Config{Dir: writeFleet(t, fleet), Extra: map[string]http.Handler{"/nocloud/": http.NotFoundHandler()}})
 	if err == nil || !strings.Contains(err.Error(), `"/nocloud/"`) {
 		t.Errorf("New with a conflicting route: %v", err)
+	}
+}
+
+// Replicas that share a token secret accept each other's tokens (one
+// boot's PUT and GETs may reach different replicas); a server of another
+// secret does not, and a token whose expiry is changed is no token.
+func TestEC2TokensAcrossReplicas(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, MinTokenSecret)
+	a, b := start(t, Config{TokenSecret: secret}), start(t, Config{TokenSecret: secret})
+	other := start(t, Config{})
+	c1 := clientFrom(addr1)
+	req, _ := http.NewRequest(http.MethodPut, a.url+"/latest/api/token", nil)
+	req.Header.Set(tokenTTLHeader, "60")
+	resp, err := c1.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tok := string(tokb)
+	if code, body := get(t, c1, b.url+"/latest/meta-data/instance-id", http.Header{tokenHeader: {tok}}); code != http.StatusOK || body != "waf-001" {
+		t.Errorf("A's token on B: %d %q", code, body)
+	}
+	if code, _ := get(t, c1, other.url+"/latest/meta-data/instance-id", http.Header{tokenHeader: {tok}}); code != http.StatusUnauthorized {
+		t.Errorf("A's token on a server of another secret: %d, want 401", code)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(tok)
+	raw[0] ^= 1 // a later expiry
+	if code, _ := get(t, c1, b.url+"/latest/meta-data/instance-id", http.Header{tokenHeader: {base64.RawURLEncoding.EncodeToString(raw)}}); code != http.StatusUnauthorized {
+		t.Errorf("a token with its expiry changed: %d, want 401", code)
+	}
+	if _, err := New(Config{Dir: a.dir, TokenSecret: []byte("short")}); err == nil {
+		t.Error("a 5-byte token secret was taken")
+	}
+}
+
+// A token is refused once its TTL is over.
+func TestEC2TokenExpires(t *testing.T) {
+	now := time.Unix(1000, 900e6)
+	tk := newTokens(func() time.Time { return now }, nil)
+	tok := tk.issue(mustAddr(addr1), time.Second)
+	now = now.Add(999 * time.Millisecond)
+	if why := tk.check(tok, mustAddr(addr1)); why != "" {
+		t.Fatalf("a token a second long, a moment before its second is over: %s", why)
+	}
+	now = now.Add(2 * time.Second)
+	if why := tk.check(tok, mustAddr(addr1)); why != "expired IMDSv2 token" {
+		t.Errorf("token after its TTL: %q", why)
 	}
 }

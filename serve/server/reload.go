@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/seedinit/seedinit/serve/inventory"
 )
@@ -92,4 +93,22 @@ func (s *Server) Reload() error {
 	s.gen.Store(&generation{inv: inv, loadedAt: s.cfg.Now(), manifests: map[manifestKey]*signed{}})
 	s.log.Info("inventory reloaded", "dir", s.cfg.Dir, "instances", len(inv.Instances), "groups", len(inv.Groups))
 	return nil
+}
+
+// Use serves inv from now on, made at at: the inventory of a database
+// that replicas share, checked by whoever loaded it (inventory.LoadFS).
+// A server of a folder rereads its folder instead. Each replica given the
+// same inventory and time signs the same manifests (Ed25519 is
+// deterministic), so one boot's requests may reach any of them.
+func (s *Server) Use(inv *inventory.Inventory, at time.Time) {
+	if s.cfg.ReportURL != "" {
+		// Checked at New: the same base cannot fail here.
+		if err := inv.AddReportURL(s.cfg.ReportURL); err != nil {
+			s.log.Warn("inventory: no report URL added", "error", err.Error())
+		}
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.gen.Store(&generation{inv: inv, loadedAt: at, manifests: map[manifestKey]*signed{}})
+	s.log.Info("inventory replaced", "from", inv.Dir, "instances", len(inv.Instances), "groups", len(inv.Groups), "made", at.UTC().Format(time.RFC3339))
 }

@@ -52,9 +52,13 @@ type Observer interface {
 // Config is what a Server serves and how.
 type Config struct {
 	// Dir is the inventory's folder; Inventory, when set, is the one
-	// loaded from it already (Load is not run again at New).
-	Dir       string
-	Inventory *inventory.Inventory
+	// loaded from it already (Load is not run again at New). With
+	// Inventory and no Dir, the inventory comes from elsewhere (a
+	// database replicas share) and is replaced by Use; InventoryAt is
+	// then when that one was made, which signed manifests say.
+	Dir         string
+	Inventory   *inventory.Inventory
+	InventoryAt time.Time
 	// SignKey signs a manifest for each instance and layout; nil serves
 	// unsigned seeds.
 	SignKey ed25519.PrivateKey
@@ -71,6 +75,10 @@ type Config struct {
 	LeaseWait time.Duration
 	// IMDSv1 lets EC2 GETs through without a session token.
 	IMDSv1 bool
+	// TokenSecret keys the IMDSv2 tokens (MinTokenSecret bytes at
+	// least): replicas given the same secret accept each other's
+	// tokens. Nil is a random secret of this server's own.
+	TokenSecret []byte
 	// VendorPrefix is where the VendorHTTP layout is served:
 	// "/vendor/" unless set.
 	VendorPrefix string
@@ -159,7 +167,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("vendor prefix %q: taken by another layout", cfg.VendorPrefix)
 		}
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, obs: cfg.Observer, tokens: newTokens(cfg.Now)}
+	if cfg.TokenSecret != nil && len(cfg.TokenSecret) < MinTokenSecret {
+		return nil, fmt.Errorf("IMDSv2 token secret: %d bytes, want %d at least", len(cfg.TokenSecret), MinTokenSecret)
+	}
+	if cfg.Dir == "" && cfg.Inventory == nil {
+		return nil, errors.New("no inventory: neither a folder nor one loaded")
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, obs: cfg.Observer, tokens: newTokens(cfg.Now, cfg.TokenSecret)}
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
@@ -182,7 +196,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.gen.Store(&generation{inv: inv, loadedAt: cfg.Now(), manifests: map[manifestKey]*signed{}})
+	at := cfg.InventoryAt
+	if at.IsZero() {
+		at = cfg.Now()
+	}
+	s.gen.Store(&generation{inv: inv, loadedAt: at, manifests: map[manifestKey]*signed{}})
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/nocloud/", s.layout("nocloud", s.serveNoCloud))
 	s.mux.Handle("/openstack", s.layout("openstack", s.serveOpenStack))
@@ -376,7 +394,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, interval time.Durat
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("serving", "listen", ln.Addr().String(), "inventory", s.cfg.Dir, "instances", len(s.Inventory().Instances),
+	s.log.Info("serving", "listen", ln.Addr().String(), "inventory", s.Inventory().Dir, "instances", len(s.Inventory().Instances),
 		"signed", s.cfg.SignKey != nil, "imdsv1", s.cfg.IMDSv1, "vendor_prefix", s.cfg.VendorPrefix)
 	done := make(chan struct{})
 	go func() {

@@ -2,7 +2,8 @@
 // provisioning: whether it has fetched its seed, and what it reported
 // afterwards (cloud-init's phone_home, seedinit's own status report). It
 // holds the store (an embedded one here: a folder of small JSON files;
-// PostgreSQL for replicas, elsewhere, behind the same Store interface),
+// PostgreSQL for replicas in serve/pgstore, behind the same Store
+// interface and rules, ApplyFetch and ApplyReport),
 // the Tracker the HTTP server tells what it served and refused, and the
 // handlers for the reports, the status page and the Prometheus metrics.
 package state
@@ -293,6 +294,10 @@ func readRecord(p string) (Record, error) {
 // ErrBadInstance is returned for an instance name that cannot name a
 // record file.
 var ErrBadInstance = errors.New("not an instance name")
+
+// CheckName says why instance cannot name a record (ErrBadInstance),
+// nil when it can: every Store takes the same names.
+func CheckName(instance string) error { return checkName(instance) }
 
 func checkName(instance string) error {
 	if instance == "" || strings.ContainsAny(instance, "/\\\x00") || strings.HasPrefix(instance, ".") || len(instance) > 200 {
