@@ -177,7 +177,10 @@ qemu_boot() {
 	# never completes before it exits) is killed.
 	timeout -k 10 "${QEMU_TIMEOUT:-240}" qemu-system-x86_64 -accel tcg -m 512 -smp "${QEMU_SMP:-1}" -nographic -no-reboot "${extra[@]}" \
 		-kernel "$kernel" -append "console=ttyS0 panic=-1 $append" \
-		-device virtio-rng-pci -net none "$@" >"$log" 2>&1 &
+		-device virtio-rng-pci -net none "$@" <&0 >"$log" 2>&1 &
+	# (<&0: a command put in the background without job control reads
+	# /dev/null unless its input is named; the console's input is the
+	# caller's, a FIFO the u-root test types into.)
 	qpid=$!
 	if [ -n "${QEMU_KILL_AFTER:-}" ]; then
 		# A guest with a request that never completes: its shutdown's
