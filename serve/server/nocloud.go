@@ -61,6 +61,7 @@ func (s *Server) serveNoCloud(w http.ResponseWriter, r *request) {
 			s.refuse(w, r, http.StatusNotFound, "no instance has selector "+quote(selector))
 			return
 		}
+		r.instance = inst.Name
 	default:
 		s.refuse(w, r, http.StatusNotFound, "not a NoCloud path: want /nocloud/[SELECTOR/]meta-data")
 		return

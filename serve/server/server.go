@@ -258,7 +258,8 @@ type request struct {
 	layout string
 	remote netip.Addr
 	gen    *generation
-	// instance is the one a part was served to, for the access log.
+	// instance is the one the request was found to come from (a part
+	// served or refused), for the access log.
 	instance string
 }
 
@@ -339,6 +340,7 @@ func (s *Server) byAddress(r *request) (inst *inventory.Instance, how, why strin
 		return nil, "", "no source address"
 	}
 	if inst, ok := r.gen.inv.ByAddress(r.remote); ok {
+		r.instance = inst.Name
 		return inst, "address", ""
 	}
 	if len(s.leases) == 0 {
@@ -369,6 +371,7 @@ func (s *Server) byAddress(r *request) (inst *inventory.Instance, how, why strin
 	if !ok || kind != "mac" {
 		return nil, "", fmt.Sprintf("address %s is leased to %s, which no instance has", r.remote, mac)
 	}
+	r.instance = inst.Name
 	return inst, "lease " + mac, ""
 }
 

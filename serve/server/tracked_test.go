@@ -59,6 +59,10 @@ func TestServerWithTracker(t *testing.T) {
 	if code, _ := do("GET", "/nocloud/no-such-instance/user-data", ""); code != http.StatusNotFound {
 		t.Errorf("an unknown instance: %d, want 404", code)
 	}
+	// Refused, but for a known instance: the access log names it.
+	if code, _ := do("GET", "/nocloud/"+uuid1+"/seed-manifest", ""); code != http.StatusNotFound {
+		t.Errorf("a manifest from a server without a key: %d, want 404", code)
+	}
 	_, page := do("GET", "/status?format=json", "")
 	var doc state.StatusJSON
 	if err := json.Unmarshal([]byte(page), &doc); err != nil {
@@ -76,13 +80,14 @@ func TestServerWithTracker(t *testing.T) {
 	// The layouts' requests, one line each; the tracker's pages are not
 	// a layout's.
 	lines := strings.Split(strings.TrimSuffix(access.String(), "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("access log: %d lines, want 3:\n%s", len(lines), access.String())
+	if len(lines) != 4 {
+		t.Fatalf("access log: %d lines, want 4:\n%s", len(lines), access.String())
 	}
 	for i, want := range []string{
 		"127.0.0.1 waf-001 GET /nocloud/" + uuid1 + "/user-data 200 ",
 		"127.0.0.1 waf-002 GET /nocloud/" + uuid2 + "/meta-data 200 ",
 		"127.0.0.1 - GET /nocloud/no-such-instance/user-data 404 ",
+		"127.0.0.1 waf-001 GET /nocloud/" + uuid1 + "/seed-manifest 404 ",
 	} {
 		if f := strings.SplitN(lines[i], " ", 2); len(f) != 2 || !strings.HasPrefix(f[1], want) {
 			t.Errorf("access log line %d: %q, want TIME %s MS", i+1, lines[i], want)
