@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/seedinit
 export CGO_ENABLED := 0
 
-.PHONY: help build test deps test-go e2e e2e-arm64 crash lint demo clean fuzz bench bench-cloudinit uroot fleet serve-db release deb check-release
+.PHONY: help build test deps test-go e2e e2e-arm64 crash lint demo clean fuzz bench bench-cloudinit uroot fleet serve-db bench-serve release deb check-release
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -65,11 +65,14 @@ bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, peak RSS 
 bench: ## boot QEMU 5 times per scenario (default host keys and 2 vCPUs too) beside a busybox baseline; steps, slowest modules, the targets line
 	scripts/bench
 
-fleet: ## (root) 100 instances in network namespaces and 8 QEMU guests provisioned at once by one DHCP and one metadata server; p50/p95/max, requests, collisions (FLEET_NS, FLEET_VMS; scripts/fleet)
+fleet: ## (root) 100 instances in network namespaces and 8 QEMU guests provisioned at once by dnsmasq and seedinit serve; p50/p95/max, requests, collisions (FLEET_NS, FLEET_VMS; scripts/fleet)
 	scripts/fleet
 
 serve-db: ## a throwaway PostgreSQL for seedinit serve --db (in .cache/serve-db, 127.0.0.1:55432, trust; Ctrl-C stops it; scripts/serve-db)
 	scripts/serve-db
+
+bench-serve: ## (root) 10,000 simulated instances against seedinit serve: the embedded store, then two replicas on PostgreSQL with one killed halfway; p50/p99, req/s, seeds lost (scripts/bench-serve)
+	GO=$(GO) scripts/bench-serve
 
 fuzz: ## run each fuzz target (or those FUZZ names) for FUZZTIME (default 10s)
 	scripts/fuzz $${FUZZTIME:-10s} $(FUZZ)
