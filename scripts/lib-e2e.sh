@@ -244,6 +244,10 @@ if [ -s /etc/e2e-stay-up-until ]; then
 	ip -o -4 addr show 2>/dev/null | awk '$2 != "lo" {print "E2E: after the lease: " $2 " " $4}' | sed 's|/[0-9]*$||'
 	# (busybox's wget crashes in these roots, which have no libc's NSS.)
 	busybox ping -c 1 -W 5 169.254.169.254 >/dev/null 2>&1 && echo "E2E: metadata address answers after the lease"
+	# A renewal in flight says "renewing" for a moment (one every 9 s
+	# here): the keeper's state is read once it says bound, 10 s at most.
+	i=0
+	while ! grep -q '"state": "bound"' /run/seedinit/dhcp-leases.json 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 	grep -o '"state": "[^"]*"' /run/seedinit/dhcp-leases.json 2>/dev/null | sed 's/^/E2E: keeper /'
 	for p in /proc/[0-9]*; do
 		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q '^[^ ]*seedinit dhcp keep '; then
