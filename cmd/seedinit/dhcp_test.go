@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -85,7 +83,7 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	up("srv0", "192.0.2.1/24")
 	// One server for every NIC, on the veth peers; with ignoring, it does
 	// not answer late0.
-	var serverLog lockedBuffer
+	var serverLog testenv.Buffer
 	startServer := func(ignoring bool) *exec.Cmd {
 		args := []string{"--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
 			"--user=root", "--port=0", "--interface=srv0", "--interface=srv1", "--interface=srv2", "--bind-dynamic",
@@ -141,7 +139,7 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	}
 	keeper := exec.Command(initramfsCopy, "dhcp", "keep", "--state", state, "--network", network, "--move-to", rootCopy)
 	keeper.Env = append(os.Environ(), asCommandEnv+"=1", waitGoneEnv+"="+initramfsCopy)
-	var keeperLog lockedBuffer
+	var keeperLog testenv.Buffer
 	keeper.Stdout, keeper.Stderr = &keeperLog, &keeperLog
 	if err := keeper.Start(); err != nil {
 		t.Fatal(err)
@@ -223,21 +221,4 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	if l := leases()["eth0"]; l.State != "bound" || l.Address != "192.0.2.50/24" {
 		t.Errorf("eth0's lease after the handover: %+v, want it still bound", l)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

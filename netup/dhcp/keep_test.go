@@ -230,7 +230,7 @@ func serverApart(t *testing.T, client string) []string {
 // startDnsmasq4 runs dnsmasq on srv, in the namespace enter names, with
 // a lease of its minimum (two minutes) and T1 and T2 of t1 and t2
 // seconds, handing out addr only.
-func startDnsmasq4(t *testing.T, enter []string, addr, dns string, t1, t2 int) (*exec.Cmd, *lockedBuffer) {
+func startDnsmasq4(t *testing.T, enter []string, addr, dns string, t1, t2 int) (*exec.Cmd, *testenv.Buffer) {
 	t.Helper()
 	dnsmasq, err := exec.LookPath("dnsmasq")
 	if err != nil {
@@ -246,7 +246,7 @@ func startDnsmasq4(t *testing.T, enter []string, addr, dns string, t1, t2 int) (
 		"--dhcp-option=3,192.0.2.1", "--dhcp-option=6,"+dns,
 	)
 	cmd := exec.Command(enter[0], args...)
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func startDnsmasq4(t *testing.T, enter []string, addr, dns string, t1, t2 int) (
 	return cmd, out
 }
 
-func stopDnsmasq(t *testing.T, cmd *exec.Cmd, out *lockedBuffer) {
+func stopDnsmasq(t *testing.T, cmd *exec.Cmd, out *testenv.Buffer) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	t.Logf("dnsmasq:\n%s", out.String())
@@ -333,16 +333,16 @@ func TestKeepDnsmasq(t *testing.T) {
 	}
 	keepCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	go func() {
 		done <- Keep(keepCtx, st, KeepOptions{StateFile: state, ProcDir: t.TempDir(), ClaimPoll: 200 * time.Millisecond, ResolvConf: resolv,
 			DHCP: Options{Timeout: time.Second, Retries: 2, Log: testLogger(logs)}})
 	}()
 	defer func() { t.Logf("keeper:\n%s", logs.String()) }()
 
-	acks := func(o *lockedBuffer, addr string) int { return strings.Count(o.String(), "DHCPACK(srv) "+addr+" ") }
+	acks := func(o *testenv.Buffer, addr string) int { return strings.Count(o.String(), "DHCPACK(srv) "+addr+" ") }
 	// Renewals go to the server from the leased address, not broadcast.
-	unicast := func(o *lockedBuffer) bool { return !strings.Contains(o.String(), "broadcast response") }
+	unicast := func(o *testenv.Buffer) bool { return !strings.Contains(o.String(), "broadcast response") }
 	first := keptState(t, state)
 	waitFor(t, 30*time.Second, "three renewals", func() bool { return acks(out, "192.0.2.100") >= 4 })
 	if !unicast(out) {
@@ -450,7 +450,7 @@ func TestKeepLeaseEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	offer.Store(net.IP(nil))
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	defer func() { t.Logf("keeper:\n%s", logs.String()) }()
 	keepCtx, stop := context.WithCancel(context.Background())
 	state := filepath.Join(t.TempDir(), "state.json")

@@ -146,7 +146,7 @@ func TestAcquireDnsmasq(t *testing.T) {
 		"--dhcp-option=6,192.0.2.53,192.0.2.54",
 		"--dhcp-option=119,example.com,corp.example",
 	)
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -236,7 +236,7 @@ func startDnsmasq6(t *testing.T, args ...string) {
 		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
 		"--enable-ra", "--log-dhcp"}
 	cmd := exec.Command(dnsmasq, append(base, args...)...)
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,12 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,7 +101,7 @@ func TestApplyIPv6Dnsmasq(t *testing.T) {
 		"--enable-ra", "--ra-param=srv,3",
 		"--dhcp-range=fd00:77::100,fd00:77::1ff,slaac,64",
 		"--dhcp-option=option6:dns-server,[fd00:77::53]")
-	var out syncBuffer
+	var out testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -176,21 +174,4 @@ func hasDefaultRoute6(t *testing.T, name string) bool {
 		}
 	}
 	return false
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

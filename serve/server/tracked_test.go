@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,9 +8,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/seedinit/seedinit/internal/testenv"
 	"github.com/seedinit/seedinit/serve/inventory"
 	"github.com/seedinit/seedinit/serve/state"
 )
@@ -26,7 +25,7 @@ func TestServerWithTracker(t *testing.T) {
 	}
 	var srv *Server
 	tracker := state.NewTracker(state.Config{Store: store, Inventory: func() *inventory.Inventory { return srv.Inventory() }, Log: testLog(t)})
-	var access lockedBuffer
+	var access testenv.Buffer
 	srv, err = New(Config{Dir: writeFleet(t, fleet), Log: testLog(t), Observer: tracker, Extra: tracker.Handlers(), AccessLog: &access})
 	if err != nil {
 		t.Fatal(err)
@@ -106,21 +105,4 @@ func TestServerWithTracker(t *testing.T) {
 			t.Errorf("%s read back from %s: %+v %v %v, want %s", name, stateDir, r, ok, err, want)
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
