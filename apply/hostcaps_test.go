@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
@@ -15,7 +15,7 @@ import (
 // a target that is not the running system each refuses rather than touch
 // this machine.
 func TestHostCapabilitiesRefuseOfflineTargets(t *testing.T) {
-	root, err := target.Open(t.TempDir())
+	root, err := rootfs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestHostRunLooksUpTargetPathAndKeepsExitCode(t *testing.T) {
 	b, _ := os.ReadFile("/bin/busybox")
 	os.WriteFile(filepath.Join(dir, "usr/bin/busybox"), b, 0o755)
 	os.Symlink("busybox", filepath.Join(dir, "usr/bin/sh"))
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // ProcessStarter starts a child and forgets it after its Wait.
@@ -29,7 +29,7 @@ type ProcessStarter interface {
 // HostSystem is the real System: it changes the running kernel's state when
 // the target is "/" and runs commands chrooted into any other target.
 type HostSystem struct {
-	Root *target.Root
+	Root *rootfs.Root
 	// Booting says the target is the root this kernel is booting into
 	// (PID 1 working on /sysroot): the kernel's state is the target's even
 	// though the target is not "/" yet.
@@ -72,7 +72,7 @@ var searchPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/us
 // LookPath finds an executable by name on the target's PATH, as
 // exec.LookPath does on the host's (cloud-init's subp.which); a name with
 // a slash is checked where it is.
-func LookPath(root *target.Root, name string) (string, bool) {
+func LookPath(root *rootfs.Root, name string) (string, bool) {
 	if strings.Contains(name, "/") {
 		fi, err := root.Stat(name)
 		return name, err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0

@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // BeforeCommands runs once, before the first command starts, and not for
 // a command that cannot start: PID 1 loads the filesystems' modules there
 // only when a command needs them.
 func TestBeforeCommandsOnce(t *testing.T) {
-	root, err := target.Open("/")
+	root, err := rootfs.Open("/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestBeforeCommandsOnce(t *testing.T) {
 // deadline. Run must come back with the command's own exit status and
 // what it wrote, and say that a background process kept its output.
 func TestRunDoesNotWaitForABackgroundChild(t *testing.T) {
-	root, err := target.Open("/")
+	root, err := rootfs.Open("/")
 	if err != nil {
 		t.Fatal(err)
 	}

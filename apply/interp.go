@@ -10,7 +10,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // The kernel reads this much of a file to pick its binary format, and a
@@ -32,7 +32,7 @@ const maxInterpreterDepth = 5
 // the command's failure. dir is the working directory, for relative
 // names. nil means nothing is missing, or prog is in no format checked
 // here and exec will say what is wrong with it.
-func checkInterpreters(root *target.Root, prog, dir string, pathDirs []string) error {
+func checkInterpreters(root *rootfs.Root, prog, dir string, pathDirs []string) error {
 	// who names the file being looked at in the messages, which follow
 	// Run's "run PROG: ".
 	who := "it"
@@ -79,7 +79,7 @@ func checkInterpreters(root *target.Root, prog, dir string, pathDirs []string) e
 }
 
 // readHead reads what the kernel reads to choose a binary format.
-func readHead(root *target.Root, name string) ([]byte, error) {
+func readHead(root *rootfs.Root, name string) ([]byte, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func inDir(dir, name string) string {
 
 // notExecutable says why the kernel would not start name in root, or ""
 // when it would.
-func notExecutable(root *target.Root, name string) string {
+func notExecutable(root *rootfs.Root, name string) string {
 	fi, err := root.Stat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -145,7 +145,7 @@ func notExecutable(root *target.Root, name string) string {
 }
 
 // lookPathIn is LookPath over the given directories.
-func lookPathIn(root *target.Root, name string, dirs []string) (string, bool) {
+func lookPathIn(root *rootfs.Root, name string, dirs []string) (string, bool) {
 	for _, dir := range dirs {
 		p := path.Join(dir, name)
 		if fi, err := root.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
@@ -175,7 +175,7 @@ func pathDirs(env []string) []string {
 
 // elfInterpreter returns the PT_INTERP path of the ELF file name in root,
 // "" for a static program or a file it cannot read as ELF.
-func elfInterpreter(root *target.Root, name string) string {
+func elfInterpreter(root *rootfs.Root, name string) string {
 	f, err := root.Open(name)
 	if err != nil {
 		return ""

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
@@ -47,7 +47,7 @@ func elfWithInterp(loader string) []byte {
 
 // makeRoot writes files (path: content, mode) into a fresh root; a
 // content of "->x" is a symlink to x.
-func makeRoot(t *testing.T, files map[string]string, modes map[string]os.FileMode) *target.Root {
+func makeRoot(t *testing.T, files map[string]string, modes map[string]os.FileMode) *rootfs.Root {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -72,7 +72,7 @@ func makeRoot(t *testing.T, files map[string]string, modes map[string]os.FileMod
 			t.Fatal(err)
 		}
 	}
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/earlyrand"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
-	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // Stage is one of cloud-init's four boot stages.
@@ -112,7 +112,7 @@ func (e doneSkip) Is(target error) bool { return target == ErrSkipped || target 
 // seed, and the system seams. Modules change the target only through Root
 // and Sys.
 type Env struct {
-	Root   *target.Root
+	Root   *rootfs.Root
 	Config Config
 	Seed   *seed.Seed
 	// Parts is the processed user-data and vendor-data (scripts, boothooks).

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // CloudDir is cloud-init's state directory; seedinit keeps the same layout
@@ -18,7 +18,7 @@ const CloudDir = "/var/lib/cloud"
 
 // State is the /var/lib/cloud tree of one target for one instance.
 type State struct {
-	Root       *target.Root
+	Root       *rootfs.Root
 	InstanceID string
 	// NewInstance is true when the instance-id differs from the one recorded
 	// at the last run (or there was none): per-instance modules run again.
@@ -49,7 +49,7 @@ func ValidInstanceID(id string) error {
 // the directories, points /var/lib/cloud/instance at it and, when the id
 // changed, keeps the old one in data/previous-instance-id. Calling it again
 // for the same id changes nothing.
-func OpenState(root *target.Root, instanceID string, now func() time.Time) (*State, error) {
+func OpenState(root *rootfs.Root, instanceID string, now func() time.Time) (*State, error) {
 	if err := ValidInstanceID(instanceID); err != nil {
 		return nil, err
 	}
@@ -70,17 +70,17 @@ func OpenState(root *target.Root, instanceID string, now func() time.Time) (*Sta
 		Path("scripts", "per-once"), Path("scripts", "vendor"), Path("seed"),
 		s.InstanceDir("sem"), s.InstanceDir("scripts"), s.InstanceDir("handlers"), s.InstanceDir("data"),
 	} {
-		if err := root.MkdirAll(d, 0o755, target.KeepOwner); err != nil {
+		if err := root.MkdirAll(d, 0o755, rootfs.KeepOwner); err != nil {
 			return nil, err
 		}
 	}
 	if s.NewInstance {
 		if s.PreviousInstanceID != "" {
-			if err := root.WriteFile(Path("data", "previous-instance-id"), []byte(s.PreviousInstanceID+"\n"), 0o644, target.KeepOwner); err != nil {
+			if err := root.WriteFile(Path("data", "previous-instance-id"), []byte(s.PreviousInstanceID+"\n"), 0o644, rootfs.KeepOwner); err != nil {
 				return nil, err
 			}
 		}
-		if err := root.WriteFile(Path("data", "instance-id"), []byte(instanceID+"\n"), 0o644, target.KeepOwner); err != nil {
+		if err := root.WriteFile(Path("data", "instance-id"), []byte(instanceID+"\n"), 0o644, rootfs.KeepOwner); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +120,7 @@ func (s *State) MarkRun(name string, freq Frequency) error {
 	body := fmt.Sprintf("%d: %f\n", os.Getpid(), float64(s.now().UnixNano())/1e9)
 	// Only its existence is read; lost in a power cut, the module runs
 	// again, its own files having been made durable before.
-	return s.Root.WriteMarkFile(p, []byte(body), 0o644, target.KeepOwner)
+	return s.Root.WriteMarkFile(p, []byte(body), 0o644, rootfs.KeepOwner)
 }
 
 // ClearRun removes a semaphore so the work runs again.

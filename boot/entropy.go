@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // A root keeps randomness from its last boot for the next one: PID 1
@@ -149,7 +149,7 @@ func mixIntoPool(data []byte) error {
 // own, written on this machine, is removed and then credited (removed
 // first, so that the same bytes are never credited twice: a fresh seed is
 // saved at the handoff); every other seed is only mixed in.
-func seedEntropyFromRoot(log *slog.Logger, root *target.Root, machine []byte) {
+func seedEntropyFromRoot(log *slog.Logger, root *rootfs.Root, machine []byte) {
 	if b, err := root.ReadFile(RandomSeedFile); err == nil && len(b) > 0 {
 		tag, data, ours := decodeSeed(b)
 		switch {
@@ -185,7 +185,7 @@ func seedEntropyFromRoot(log *slog.Logger, root *target.Root, machine []byte) {
 // saveRandomSeed writes a fresh seed for the next boot, tagged with this
 // machine's identity, only from a ready pool: a seed from a weak pool
 // would be worse than none.
-func saveRandomSeed(root *target.Root, machine []byte) error {
+func saveRandomSeed(root *rootfs.Root, machine []byte) error {
 	if !PoolReady() {
 		return errors.New("the random pool is not ready; no seed saved")
 	}
@@ -193,8 +193,8 @@ func saveRandomSeed(root *target.Root, machine []byte) error {
 	if _, err := unix.Getrandom(b, unix.GRND_NONBLOCK); err != nil {
 		return fmt.Errorf("read random seed: %w", err)
 	}
-	if err := root.MkdirAll(path.Dir(RandomSeedFile), 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+	if err := root.MkdirAll(path.Dir(RandomSeedFile), 0o755, rootfs.Owner{UID: 0, GID: 0}); err != nil {
 		return err
 	}
-	return root.WriteFile(RandomSeedFile, encodeSeed(machine, b), 0o600, target.Owner{UID: 0, GID: 0})
+	return root.WriteFile(RandomSeedFile, encodeSeed(machine, b), 0o600, rootfs.Owner{UID: 0, GID: 0})
 }

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
@@ -37,17 +37,17 @@ func TestSeedEntropyCreditsOnlyThisMachinesSeed(t *testing.T) {
 		{"only systemd's", nil, thisMachine, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, err := target.Open(t.TempDir())
+			root, err := rootfs.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer root.Close()
 			if tc.ours != nil {
-				if err := root.WriteFile(RandomSeedFile, tc.ours, 0o600, target.KeepOwner); err != nil {
+				if err := root.WriteFile(RandomSeedFile, tc.ours, 0o600, rootfs.KeepOwner); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := root.WriteFile(SystemdRandomSeedFile, systemd, 0o600, target.KeepOwner); err != nil {
+			if err := root.WriteFile(SystemdRandomSeedFile, systemd, 0o600, rootfs.KeepOwner); err != nil {
 				t.Fatal(err)
 			}
 			var credited, mixed [][]byte
@@ -96,7 +96,7 @@ func TestSavedSeedIsTaggedAndReadBack(t *testing.T) {
 	if !PoolReady() {
 		testenv.Skip(t, "the pool is not ready on this machine")
 	}
-	root, err := target.Open(t.TempDir())
+	root, err := rootfs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

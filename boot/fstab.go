@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // An appliance image often has /var, /home or /usr on filesystems of
@@ -168,7 +168,7 @@ const fstabDeviceWait = 5 * time.Second
 
 // mountTargetFilesystems mounts the target's local fstab filesystems that
 // provisioning writes to. Every entry is tried; the errors are joined.
-func (p *PID1) mountTargetFilesystems(root *target.Root) error {
+func (p *PID1) mountTargetFilesystems(root *rootfs.Root) error {
 	b, err := root.ReadFile("/etc/fstab")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -189,7 +189,7 @@ func (p *PID1) mountTargetFilesystems(root *target.Root) error {
 	return errors.Join(errs...)
 }
 
-func (p *PID1) mountFstabEntry(root *target.Root, e fstabEntry) error {
+func (p *PID1) mountFstabEntry(root *rootfs.Root, e fstabEntry) error {
 	dir, err := root.HostPath(e.File)
 	if err != nil {
 		return err
@@ -227,7 +227,7 @@ func (p *PID1) mountFstabEntry(root *target.Root, e fstabEntry) error {
 			p.loadModule("fs-" + e.Type)
 		}
 	}
-	if err := root.MkdirAll(e.File, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+	if err := root.MkdirAll(e.File, 0o755, rootfs.Owner{UID: 0, GID: 0}); err != nil {
 		return err
 	}
 	var tried []string

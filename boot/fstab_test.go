@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/disk/disktest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
@@ -187,7 +187,7 @@ func mountAndReleaseOnLoopDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Unmount(rootDir, unix.MNT_DETACH) })
-	root, err := target.Open(rootDir)
+	root, err := rootfs.Open(rootDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func mountAndReleaseOnLoopDevices(t *testing.T) {
 			t.Errorf("/%s is not mounted", d)
 		}
 	}
-	if err := root.WriteFile("/home/admin/.ssh/authorized_keys", []byte("ssh-ed25519 AAAA key\n"), 0o600, target.KeepOwner); err != nil {
+	if err := root.WriteFile("/home/admin/.ssh/authorized_keys", []byte("ssh-ed25519 AAAA key\n"), 0o600, rootfs.KeepOwner); err != nil {
 		t.Fatal(err)
 	}
 	// Mounting again (a second call, a real root the kernel mounted

@@ -17,8 +17,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // handoff gives the machine to the real init; it does not return. Its
@@ -119,7 +119,7 @@ func (p *PID1) keepStateInTarget() error {
 	if p.Opts.Disable || p.released {
 		return nil
 	}
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (p *PID1) keepStateInTarget() error {
 	// Only where seedinit has kept state before: a root it never
 	// provisioned gets no /var/lib/cloud from a timeline.
 	if root.Exists("/var/lib/cloud/data") {
-		if err := root.WriteFile("/var/lib/cloud/data/seedinit-timeline.json", p.Timeline.JSON(), 0o644, target.KeepOwner); err != nil {
+		if err := root.WriteFile("/var/lib/cloud/data/seedinit-timeline.json", p.Timeline.JSON(), 0o644, rootfs.KeepOwner); err != nil {
 			errs = append(errs, fmt.Errorf("keep the timeline: %w", err))
 		}
 	}
@@ -178,7 +178,7 @@ func (p *PID1) noteFinalStageWait() error {
 	if !p.seedSaved {
 		return nil
 	}
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (p *PID1) releaseTarget() error {
 // for SwitchRoot to move the API filesystems onto. A minimal root may
 // lack them, and once it is read-only they cannot be made.
 func (p *PID1) makeAPIMountPoints() error {
-	root, err := target.Open(sysroot)
+	root, err := rootfs.Open(sysroot)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (p *PID1) makeAPIMountPoints() error {
 		if fi, err := root.Stat(d); err == nil && fi.IsDir() {
 			continue
 		}
-		if err := root.MkdirAll(d, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+		if err := root.MkdirAll(d, 0o755, rootfs.Owner{UID: 0, GID: 0}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -296,7 +296,7 @@ func (p *PID1) keepsSelfAfterHandoff() bool {
 // differs: the same size and the same first 64 KiB, which hold Go's build
 // ID, are the same build.
 func KeepSelf(rootDir string, self *os.File, log *slog.Logger) error {
-	root, err := target.Open(rootDir)
+	root, err := rootfs.Open(rootDir)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func KeepSelf(rootDir string, self *os.File, log *slog.Logger) error {
 	// as an older seedinit, which kept only the random seed there, did
 	// not make it. The seed itself stays 0600.
 	dir := path.Dir(KeptBinary)
-	if err := root.MkdirAll(dir, 0o755, target.Owner{UID: 0, GID: 0}); err != nil {
+	if err := root.MkdirAll(dir, 0o755, rootfs.Owner{UID: 0, GID: 0}); err != nil {
 		return err
 	}
 	if fi, err := root.Stat(dir); err == nil && fi.Mode().Perm() != 0o755 {
@@ -326,7 +326,7 @@ func KeepSelf(rootDir string, self *os.File, log *slog.Logger) error {
 	if sameBuild(root, KeptBinary, self, st.Size()) {
 		return nil
 	}
-	if err := root.WriteFileWith(KeptBinary, 0o755, target.Owner{UID: 0, GID: 0}, func(f *os.File) error {
+	if err := root.WriteFileWith(KeptBinary, 0o755, rootfs.Owner{UID: 0, GID: 0}, func(f *os.File) error {
 		_, err := io.Copy(f, io.NewSectionReader(self, 0, st.Size()))
 		return err
 	}); err != nil {
@@ -357,7 +357,7 @@ func KeepRunningSelf(rootDir string, log *slog.Logger) error {
 }
 
 // sameBuild reports whether name in root is the build self is.
-func sameBuild(root *target.Root, name string, self *os.File, size int64) bool {
+func sameBuild(root *rootfs.Root, name string, self *os.File, size int64) bool {
 	fi, err := root.Stat(name)
 	if err != nil || fi.Size() != size {
 		return false

@@ -19,10 +19,10 @@ import (
 	"github.com/seedinit/seedinit/apply/disk"
 	"github.com/seedinit/seedinit/apply/ssh"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot/kmod"
-	"github.com/seedinit/seedinit/boot/safego"
 	"github.com/seedinit/seedinit/internal/devprobe"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/safego"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
@@ -251,7 +251,7 @@ func (p *PID1) boot() {
 		p.Timeline.Do("API filesystems for commands in the target", p.bindAPIFilesystems)
 	}
 	p.Timeline.Do("random seed", func() error {
-		root, err := target.Open(p.targetDir())
+		root, err := rootfs.Open(p.targetDir())
 		if err != nil {
 			return err
 		}
@@ -294,7 +294,7 @@ func (p *PID1) mountTarget() error {
 		return fmt.Errorf("nothing mounted: %w", err)
 	}
 	p.mountsBefore = before
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
 	}
@@ -327,7 +327,7 @@ func (p *PID1) startEarlyHostKey() {
 	if runtime.NumCPU() < 2 {
 		return
 	}
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return
 	}
@@ -596,7 +596,7 @@ func (p *PID1) strictStops() bool {
 }
 
 func (p *PID1) provision() error {
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
 	}
@@ -679,7 +679,7 @@ const readyBudget = 30 * time.Second
 // reportReady tells the datasource's cloud that provisioning is over, for
 // the clouds that want to know (Azure fails a deployment that never
 // hears it).
-func (p *PID1) reportReady(reporter ds.ReadyReporter, root *target.Root, sd *seed.Seed) error {
+func (p *PID1) reportReady(reporter ds.ReadyReporter, root *rootfs.Root, sd *seed.Seed) error {
 	env, err := ds.HostEnv(root, p.Log)
 	if err != nil {
 		p.Log.Warn("datasource configuration", "error", err.Error())

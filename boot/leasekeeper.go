@@ -13,7 +13,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	nlink "github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/live"
@@ -52,7 +52,7 @@ func (p *PID1) noteLeasesToKeep() error {
 	if p.Opts.DHCP == DHCPOff || p.Opts.Disable || (p.liveNet == nil && len(p.ephemeral) == 0) {
 		return nil
 	}
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
 	}

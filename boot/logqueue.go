@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // A serial console can stop draining: on a loaded host the emulated UART

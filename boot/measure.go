@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/measure"
 )
@@ -27,7 +27,7 @@ var tpmDevices = []string{"/dev/tpmrm0", "/dev/tpm0"}
 // after it, and a failure says what was and was not measured: the first
 // failure ends the measuring, a TPM that did not answer one command
 // being unlikely to answer the next.
-func (p *PID1) measureSeed(root *target.Root, sd *seed.Seed) error {
+func (p *PID1) measureSeed(root *rootfs.Root, sd *seed.Seed) error {
 	var tpm *measure.Device
 	for _, dev := range tpmDevices {
 		d, err := measure.OpenDevice(dev, 0)
@@ -101,11 +101,11 @@ func orNone(parts []string) string {
 
 // keepMeasureLog writes this boot's events: the PCRs start afresh at
 // each boot, and each boot measures the seed it applies.
-func keepMeasureLog(root *target.Root, events []measure.Event) error {
-	if err := root.MkdirAll(filepath.Dir(measureLogPath), 0o755, target.KeepOwner); err != nil {
+func keepMeasureLog(root *rootfs.Root, events []measure.Event) error {
+	if err := root.MkdirAll(filepath.Dir(measureLogPath), 0o755, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("keep the measurements: %w", err)
 	}
-	if err := root.WriteFile(measureLogPath, measure.MarshalLog(events), 0o644, target.KeepOwner); err != nil {
+	if err := root.WriteFile(measureLogPath, measure.MarshalLog(events), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("keep the measurements: %w", err)
 	}
 	return nil

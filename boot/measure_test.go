@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/measure"
 )
@@ -55,7 +55,7 @@ func TestMeasurePartsReportsWhatWasMeasured(t *testing.T) {
 	if len(events) != 0 || err == nil || !strings.Contains(err.Error(), "measured: none; not measured: meta-data, user-data, vendor-data, network-config") {
 		t.Errorf("never sent: events %+v, %v", events, err)
 	}
-	root, err := target.Open(t.TempDir())
+	root, err := rootfs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // Mounter is the seam for mount(2) and friends.
@@ -72,7 +72,7 @@ func (p *PID1) bindAPIFilesystems() error {
 	if err := p.makeAPIMountPoints(); err != nil {
 		return err
 	}
-	root, err := target.Open(sysroot)
+	root, err := rootfs.Open(sysroot)
 	if err != nil {
 		return err
 	}

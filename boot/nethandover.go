@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup/live"
 	"github.com/seedinit/seedinit/netup/model"
 )
@@ -31,7 +31,7 @@ type osNetwork struct {
 
 // detectOSNetwork finds the service that brings the rendered config up in
 // root, the way each renderer's files are read.
-func detectOSNetwork(root *target.Root) (osNetwork, bool) {
+func detectOSNetwork(root *rootfs.Root) (osNetwork, bool) {
 	has := func(name string) bool { _, ok := apply.LookPath(root, name); return ok }
 	exists := func(paths ...string) bool { return slices.ContainsFunc(paths, root.Exists) }
 	dhcpClient := has("dhclient") || has("udhcpc") || has("dhcpcd") || has("pump")
@@ -62,7 +62,7 @@ func (p *PID1) handNetworkToOS() error {
 	if p.liveNet == nil && len(p.ephemeral) == 0 {
 		return nil
 	}
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
 	}

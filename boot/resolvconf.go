@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // writeRootResolvConf gives a root with no DHCP client of its own the DNS
@@ -19,7 +19,7 @@ import (
 // boot's lease may name other servers): an image's own resolv.conf, or a
 // symlink to a resolver's, is left as it is. The lease keeper rewrites
 // the file when a renewal changes a lease's servers.
-func (p *PID1) writeRootResolvConf(root *target.Root) {
+func (p *PID1) writeRootResolvConf(root *rootfs.Root) {
 	if len(p.liveResolvConf) == 0 {
 		return
 	}
@@ -38,11 +38,11 @@ func (p *PID1) writeRootResolvConf(root *target.Root) {
 		p.Log.Info("the root has a resolv.conf of its own; the live network's DNS servers are not written", "file", name)
 		return
 	}
-	if err := root.MkdirAll("/etc", 0o755, target.Owner{}); err != nil {
+	if err := root.MkdirAll("/etc", 0o755, rootfs.Owner{}); err != nil {
 		p.Log.Warn("resolv.conf for the live network", "file", name, "error", err.Error())
 		return
 	}
-	changed, err := root.WriteFileIfChanged(name, p.liveResolvConf, 0o644, target.Owner{})
+	changed, err := root.WriteFileIfChanged(name, p.liveResolvConf, 0o644, rootfs.Owner{})
 	if err != nil {
 		p.Log.Warn("resolv.conf for the live network", "file", name, "error", err.Error())
 		return

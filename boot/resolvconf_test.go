@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // On a root with no DHCP client, PID 1 writes the live network's DNS
@@ -57,7 +57,7 @@ func TestWriteRootResolvConf(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			root, err := target.Open(dir)
+			root, err := rootfs.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

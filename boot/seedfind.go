@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply/disk"
-	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/internal/devprobe"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/link"
@@ -28,7 +28,7 @@ import (
 // directories, cidata and config-2 disks, the command line); when none
 // answers and network sources are left, an ephemeral DHCP lease on the
 // NICs, then the network sources in parallel, all within the budget.
-func (p *PID1) findSeed(root *target.Root) (*seed.Seed, error) {
+func (p *PID1) findSeed(root *rootfs.Root) (*seed.Seed, error) {
 	env, cfgErr := ds.HostEnv(root, p.Log)
 	if cfgErr != nil {
 		p.Log.Warn("datasource configuration", "error", cfgErr.Error())

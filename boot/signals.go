@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // handleSignals makes PID 1 answer the signals an init answers until the

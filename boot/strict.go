@@ -9,7 +9,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // Strict mode (seedinit.strict) is for appliances that must not run
@@ -38,7 +38,7 @@ var strictRefusedPath = apply.Path("data", "seedinit-strict-refused")
 // enforceStrict returns when the handoff may happen, and otherwise takes
 // the rescue path.
 func (p *PID1) enforceStrict() {
-	root, err := target.Open(p.targetDir())
+	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		p.Log.Error("seedinit.strict: not handing off to the real init", "reason", err.Error())
 		p.rescue(fmt.Errorf("seedinit.strict: open the target to check its modules: %w", err))
@@ -53,7 +53,7 @@ func (p *PID1) enforceStrict() {
 
 // strictRefusal says why the handoff must not happen, "" when it may,
 // and whether the refusal is kept for the instance.
-func (p *PID1) strictRefusal(root *target.Root) (reason string, keep bool) {
+func (p *PID1) strictRefusal(root *rootfs.Root) (reason string, keep bool) {
 	var reasons []string
 	if p.stagesErr != nil {
 		reasons = append(reasons, p.stagesErr.Error())
@@ -86,7 +86,7 @@ func (p *PID1) strictRefusal(root *target.Root) (reason string, keep bool) {
 
 // currentInstance is the instance-id the root's state is for, "" for a
 // root never provisioned.
-func currentInstance(root *target.Root) string {
+func currentInstance(root *rootfs.Root) string {
 	b, err := root.ReadFile(apply.Path("data", "instance-id"))
 	if err != nil {
 		return ""
@@ -97,10 +97,10 @@ func currentInstance(root *target.Root) string {
 // refuseHandoff records why the handoff is refused (status.json, and
 // the refusal file when keep), makes it durable and takes the rescue
 // path; it does not return.
-func (p *PID1) refuseHandoff(root *target.Root, reason string, keep bool) {
+func (p *PID1) refuseHandoff(root *rootfs.Root, reason string, keep bool) {
 	p.Log.Error("seedinit.strict: not handing off to the real init", "reason", reason)
 	if keep {
-		if err := root.WriteFile(strictRefusedPath, []byte(currentInstance(root)+"\n"+reason+"\n"), 0o600, target.KeepOwner); err != nil {
+		if err := root.WriteFile(strictRefusedPath, []byte(currentInstance(root)+"\n"+reason+"\n"), 0o600, rootfs.KeepOwner); err != nil {
 			p.Log.Warn("keep the refusal", "error", err.Error())
 		}
 	}
@@ -118,6 +118,6 @@ func (p *PID1) refuseHandoff(root *target.Root, reason string, keep bool) {
 // its stages named a report URL: no final stage will. It holds no
 // handoff (there is none), only the rescue path, for at most the
 // report's budget; the network PID 1 brought up is still there.
-func (p *PID1) reportRefusal(root *target.Root) {
+func (p *PID1) reportRefusal(root *rootfs.Root) {
 	stages.SendReport(context.Background(), root, p.reportURL, p.reportFrom, p.Log)
 }

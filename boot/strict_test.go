@@ -12,11 +12,11 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
-func strictRoot(t *testing.T, instance, refused string) *target.Root {
+func strictRoot(t *testing.T, instance, refused string) *rootfs.Root {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "var/lib/cloud/data")
@@ -33,7 +33,7 @@ func strictRoot(t *testing.T, instance, refused string) *target.Root {
 			t.Fatal(err)
 		}
 	}
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -79,7 +79,7 @@ func NewEnv(t testing.TB, cfg apply.Config) *Env {
 // the same root, or to prepare files first).
 func NewEnvAt(t testing.TB, dir string, cfg apply.Config) *Env {
 	t.Helper()
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // Store is where a distro keeps its CA certificates.
@@ -115,7 +115,7 @@ func run(ctx context.Context, env *apply.Env) error {
 
 // storeFor picks the RHEL layout on targets that have update-ca-trust's
 // tree and no Debian-style config, the Debian layout otherwise.
-func storeFor(root *target.Root) Store {
+func storeFor(root *rootfs.Root) Store {
 	if root.Exists("/etc/pki/ca-trust") && !root.Exists(DebianStore.ConfigFile) {
 		return RHELStore
 	}
@@ -125,7 +125,7 @@ func storeFor(root *target.Root) Store {
 // RemoveDefaults empties the store (the certificate directory and the
 // system directory) and its config file, as cloud-init's
 // remove_default_ca_certs does.
-func RemoveDefaults(root *target.Root, s Store) error {
+func RemoveDefaults(root *rootfs.Root, s Store) error {
 	var errs []error
 	for _, dir := range []string{s.CertDir, s.SystemDir} {
 		entries, err := root.ReadDir(dir)
@@ -143,14 +143,14 @@ func RemoveDefaults(root *target.Root, s Store) error {
 		}
 	}
 	if s.ConfigFile != "" {
-		if err := root.WriteFile(s.ConfigFile, nil, 0o644, target.KeepOwner); err != nil {
+		if err := root.WriteFile(s.ConfigFile, nil, 0o644, rootfs.KeepOwner); err != nil {
 			errs = append(errs, fmt.Errorf("remove the default certificates: empty %s: %w", s.ConfigFile, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func removeAll(root *target.Root, name string) error {
+func removeAll(root *rootfs.Root, name string) error {
 	fi, err := root.Lstat(name)
 	if err != nil {
 		return err
@@ -185,12 +185,12 @@ func stopTrustingNewDefaults(ctx context.Context, env *apply.Env) {
 // AddTrusted writes the certificates into the store's cloud-init file
 // (joined by newlines, as cloud-init writes them) and selects that file
 // in the store's config, last.
-func AddTrusted(root *target.Root, s Store, certs []string) error {
+func AddTrusted(root *rootfs.Root, s Store, certs []string) error {
 	file := path.Join(s.CertDir, s.FileName)
-	if err := root.MkdirAll(path.Dir(file), 0o755, target.Owner{}); err != nil {
+	if err := root.MkdirAll(path.Dir(file), 0o755, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("add trusted certificates: %w", err)
 	}
-	if _, err := root.WriteFileIfChanged(file, []byte(strings.Join(certs, "\n")), 0o644, target.Owner{}); err != nil {
+	if _, err := root.WriteFileIfChanged(file, []byte(strings.Join(certs, "\n")), 0o644, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("add trusted certificates: write %s: %w", file, err)
 	}
 	if s.ConfigFile == "" {
@@ -200,7 +200,7 @@ func AddTrusted(root *target.Root, s Store, certs []string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("add trusted certificates: read %s: %w", s.ConfigFile, err)
 	}
-	if _, err := root.WriteFileIfChanged(s.ConfigFile, []byte(selectInConfig(string(old), s.FileName)), 0o644, target.KeepOwner); err != nil {
+	if _, err := root.WriteFileIfChanged(s.ConfigFile, []byte(selectInConfig(string(old), s.FileName)), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("add trusted certificates: write %s: %w", s.ConfigFile, err)
 	}
 	return nil

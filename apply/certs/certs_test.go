@@ -23,7 +23,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 
 	"github.com/seedinit/seedinit/internal/testenv"
@@ -217,7 +217,7 @@ func TestUpdateMatchesUpdateCACertificates(t *testing.T) {
 
 	ours := t.TempDir()
 	storeTree(t, ours, certs)
-	root, err := target.Open(ours)
+	root, err := rootfs.Open(ours)
 	if err != nil {
 		t.Fatal(err)
 	}

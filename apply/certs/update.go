@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // UpdateResult says what Update changed.
@@ -33,10 +33,10 @@ type UpdateResult struct {
 // and when links changed removes dangling ones and makes the
 // <subject-hash>.N links that `openssl rehash` would. The store's hook
 // directory (Java keystores and the like) is not run.
-func Update(root *target.Root, s Store) (UpdateResult, error) {
+func Update(root *rootfs.Root, s Store) (UpdateResult, error) {
 	var res UpdateResult
 	var errs []error
-	if err := root.MkdirAll(s.SystemDir, 0o755, target.Owner{}); err != nil {
+	if err := root.MkdirAll(s.SystemDir, 0o755, rootfs.Owner{}); err != nil {
 		return res, fmt.Errorf("update the CA store: %w", err)
 	}
 	conf, err := root.ReadFile(s.ConfigFile)
@@ -115,7 +115,7 @@ func Update(root *target.Root, s Store) (UpdateResult, error) {
 	}
 	if res.Bundle != nil {
 		name := path.Join(s.SystemDir, s.Bundle)
-		if _, err := root.WriteFileIfChanged(name, bundle.Bytes(), 0o644, target.KeepOwner); err != nil {
+		if _, err := root.WriteFileIfChanged(name, bundle.Bytes(), 0o644, rootfs.KeepOwner); err != nil {
 			errs = append(errs, fmt.Errorf("update the CA store: write %s: %w", name, err))
 		}
 	}
@@ -128,13 +128,13 @@ func pemName(cert string) string {
 	return strings.NewReplacer(" ", "_", "(", "=", ")", "=", ",", "_").Replace(base) + ".pem"
 }
 
-func isLink(root *target.Root, name string) bool {
+func isLink(root *rootfs.Root, name string) bool {
 	fi, err := root.Lstat(name)
 	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // findCerts lists the *.crt files under dir, following links, sorted.
-func findCerts(root *target.Root, dir string) ([]string, error) {
+func findCerts(root *rootfs.Root, dir string) ([]string, error) {
 	var out []string
 	var walk func(d string, depth int) error
 	walk = func(d string, depth int) error {
@@ -172,7 +172,7 @@ func findCerts(root *target.Root, dir string) ([]string, error) {
 
 // clearStoreLinks removes the links in the system directory that point
 // into the store's directories, and dangling ones.
-func clearStoreLinks(root *target.Root, s Store) error {
+func clearStoreLinks(root *rootfs.Root, s Store) error {
 	entries, err := root.ReadDir(s.SystemDir)
 	if err != nil {
 		return nil
@@ -193,7 +193,7 @@ func clearStoreLinks(root *target.Root, s Store) error {
 	return errors.Join(errs...)
 }
 
-func removeDangling(root *target.Root, dir string) error {
+func removeDangling(root *rootfs.Root, dir string) error {
 	entries, err := root.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -216,7 +216,7 @@ var hashLinkName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustComp
 // one per distinct certificate in the *.pem, *.crt and *.cer files that
 // hold exactly one, numbered from 0 per hash in file name order. Stale
 // hash links are removed first.
-func Rehash(root *target.Root, dir string) error {
+func Rehash(root *rootfs.Root, dir string) error {
 	entries, err := root.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("rehash %s: %w", dir, err)

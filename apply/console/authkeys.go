@@ -12,8 +12,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/ssh"
-	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/apply/users"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 func runAuthkeyFingerprints(ctx context.Context, env *apply.Env) error {
@@ -149,7 +149,7 @@ func consoleUsers(cfg apply.Config) ([]string, error) {
 // extract_authorized_keys does (sshd_config's AuthorizedKeysFile, the
 // first entry inside the user's home, else ~/.ssh/authorized_keys) and
 // returns its lines; a missing file has none.
-func authorizedKeys(root *target.Root, user string) (string, []string, error) {
+func authorizedKeys(root *rootfs.Root, user string) (string, []string, error) {
 	p, err := users.Lookup(root, user)
 	if err != nil {
 		return "", nil, fmt.Errorf("show the key fingerprints of %s: %w", user, err)

@@ -27,7 +27,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/ssh"
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed/yaml11"
 
 	"github.com/seedinit/seedinit/internal/testenv"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/sshkey"
 )
 
 // now stamps the syslog-style lines of keys_to_console; tests fix it.
@@ -55,7 +55,7 @@ func runKeysToConsole(ctx context.Context, env *apply.Env) error {
 // syslog prefix stamped at), then the public keys between BEGIN/END
 // markers. Key types in fpSkip or keySkip are left out of the
 // respective part.
-func HostKeysReport(root *target.Root, fpSkip, keySkip []string, at time.Time) (string, error) {
+func HostKeysReport(root *rootfs.Root, fpSkip, keySkip []string, at time.Time) (string, error) {
 	entries, err := root.ReadDir("/etc/ssh")
 	if err != nil {
 		return "", nil

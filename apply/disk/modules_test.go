@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -111,7 +111,7 @@ func TestModulesOffline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := applytest.NewEnv(t, loadConfig(t, tt.doc))
 			if tt.marker {
-				if err := env.Root.WriteFile(growrootDisabled, nil, 0o644, target.Owner{}); err != nil {
+				if err := env.Root.WriteFile(growrootDisabled, nil, 0o644, rootfs.Owner{}); err != nil {
 					t.Fatal(err)
 				}
 			}

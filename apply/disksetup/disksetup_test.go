@@ -17,7 +17,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/disk"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 
 	"github.com/seedinit/seedinit/internal/testenv"
@@ -383,10 +383,10 @@ func TestMkfsArgvAndCmd(t *testing.T) {
 func fakeMkfs(t *testing.T, env *apply.Env, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if err := env.Root.MkdirAll("/usr/sbin", 0o755, target.Owner{}); err != nil {
+		if err := env.Root.MkdirAll("/usr/sbin", 0o755, rootfs.Owner{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Root.WriteFile("/usr/sbin/"+n, []byte("#!/bin/sh\n"), 0o755, target.Owner{}); err != nil {
+		if err := env.Root.WriteFile("/usr/sbin/"+n, []byte("#!/bin/sh\n"), 0o755, rootfs.Owner{}); err != nil {
 			t.Fatal(err)
 		}
 	}

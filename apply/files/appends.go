@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // appendsFile is the instance's record of the appends write_files made:
@@ -29,7 +29,7 @@ const appendsFile = "write_files.appended"
 // to leave is recorded first (its digest, flushed), then the append is
 // made; a run that finds the file already as recorded, for this item or
 // a later append to the same file, appended it before and leaves it.
-func appendOnce(env *apply.Env, e *Entry, src io.Reader, owner target.Owner) error {
+func appendOnce(env *apply.Env, e *Entry, src io.Reader, owner rootfs.Owner) error {
 	data, err := io.ReadAll(src)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func appendOnce(env *apply.Env, e *Entry, src io.Reader, owner target.Owner) err
 		}
 	}
 	done[e.Index] = appended{index: e.Index, path: e.Path, sum: digest(append(old, data...))}
-	if err := env.Root.WriteFile(record, done.text(), 0o600, target.KeepOwner); err != nil {
+	if err := env.Root.WriteFile(record, done.text(), 0o600, rootfs.KeepOwner); err != nil {
 		return err
 	}
 	// The record reaches the disk before the append can.
@@ -79,7 +79,7 @@ type appended struct {
 
 type appendRecord map[int]appended
 
-func readAppends(root *target.Root, name string) (appendRecord, error) {
+func readAppends(root *rootfs.Root, name string) (appendRecord, error) {
 	data, err := root.ReadFile(name)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read the record of appends: %w", err)

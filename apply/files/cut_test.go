@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // appendConfig appends twice to one file, between other writes.
@@ -23,7 +23,7 @@ write_files:
 // cut after cut steps (-1: never); it returns the steps taken.
 func runAppends(t *testing.T, dir string, cut int) int {
 	t.Helper()
-	target.SimulateReboot()
+	rootfs.SimulateReboot()
 	env := applytest.NewEnvAt(t, dir, loadConfig(t, appendConfig))
 	env.Root.StopAfter(cut)
 	start := env.Root.Steps()

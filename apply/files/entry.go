@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // Defaults as cloud-init's cc_write_files has them.
@@ -349,10 +349,10 @@ func parseOctal(s string) (int64, error) {
 }
 
 // modeSpecial is the setuid, setgid and sticky bits as fs.FileMode has them.
-const modeSpecial = target.ModeSpecial
+const modeSpecial = rootfs.ModeSpecial
 
 // unixMode turns chmod(2) bits into an fs.FileMode; n is at least 0.
-func unixMode(n int64) fs.FileMode { return target.UnixMode(uint32(n & 0o7777)) }
+func unixMode(n int64) fs.FileMode { return rootfs.UnixMode(uint32(n & 0o7777)) }
 
 // decodeBase64 decodes in one go what base64Reader decodes as a stream.
 func decodeBase64(in []byte) ([]byte, error) {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -222,7 +222,7 @@ func writeEntry(ctx context.Context, env *apply.Env, e *Entry, users *userDB, b 
 	if !e.OwnerGiven && os.Geteuid() != 0 {
 		// Only root can give files away; an unprivileged run (a test
 		// root) keeps its own ids rather than fail on the default owner.
-		owner = target.KeepOwner
+		owner = rootfs.KeepOwner
 	}
 	content, ok := entryContent(ctx, env, e)
 	if !ok {
@@ -373,13 +373,13 @@ type userDB struct {
 	users, groups map[string]int
 }
 
-func loadUserDB(root *target.Root) *userDB {
+func loadUserDB(root *rootfs.Root) *userDB {
 	return &userDB{users: readIDs(root, "/etc/passwd"), groups: readIDs(root, "/etc/group")}
 }
 
 // readIDs maps names to the numeric id in the third field of a
 // passwd/group style file; the first entry for a name wins, as getpwnam's.
-func readIDs(root *target.Root, file string) map[string]int {
+func readIDs(root *rootfs.Root, file string) map[string]int {
 	ids := map[string]int{}
 	b, err := root.ReadFile(file)
 	if err != nil {
@@ -401,8 +401,8 @@ func readIDs(root *target.Root, file string) map[string]int {
 	return ids
 }
 
-func (db *userDB) owner(user, group string) (target.Owner, error) {
-	o := target.KeepOwner
+func (db *userDB) owner(user, group string) (rootfs.Owner, error) {
+	o := rootfs.KeepOwner
 	if user != "" {
 		id, ok := db.users[user]
 		if !ok && user == "root" {

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 var nameKeys = []string{"hostname", "fqdn", "prefer_fqdn_over_hostname", "preserve_hostname", "create_hostname_file"}
@@ -80,7 +80,7 @@ func runSetHostname(ctx context.Context, env *apply.Env) error {
 		return fmt.Errorf("set hostname to %s: %w", chosen, err)
 	}
 	applyKernelHostname(env, chosen)
-	if _, err := env.Root.WriteFileIfChanged(setHostnameRecord(), encodeSetHostnameRecord(n), 0o644, target.KeepOwner); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(setHostnameRecord(), encodeSetHostnameRecord(n), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("set hostname: record it: %w", err)
 	}
 	return nil
@@ -220,7 +220,7 @@ func writeHostnameFile(env *apply.Env, file, name string, create bool) error {
 		conf = &hostnameConf{}
 	}
 	conf.SetHostname(name)
-	if _, err := env.Root.WriteFileIfChanged(file, []byte(conf.String()), 0o644, target.KeepOwner); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(file, []byte(conf.String()), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("write hostname to %s: %w", file, err)
 	}
 	return nil

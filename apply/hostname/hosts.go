@@ -10,7 +10,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/scripts/citemplate"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // Debian-style targets: the template cloud-init's Debian package ships and
@@ -107,7 +107,7 @@ func runUpdateEtcHosts(ctx context.Context, env *apply.Env) error {
 		return updateLocalhostEntry(env, n)
 	}
 	content := renderHostsTemplate(env, n)
-	if _, err := env.Root.WriteFileIfChanged(hostsFile, []byte(content), 0o644, target.KeepOwner); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(hostsFile, []byte(content), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("update %s: %w", hostsFile, err)
 	}
 	return nil
@@ -160,7 +160,7 @@ func updateLocalhostEntry(env *apply.Env, n names) error {
 	// cloud-init ends the file with one more newline than its parser
 	// writes; the next run finds the entry and leaves the file alone.
 	content := header + conf.String() + "\n"
-	if err := env.Root.WriteFile(hostsFile, []byte(content), 0o644, target.KeepOwner); err != nil {
+	if err := env.Root.WriteFile(hostsFile, []byte(content), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("update %s: %w", hostsFile, err)
 	}
 	return nil

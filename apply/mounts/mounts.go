@@ -15,7 +15,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/disk"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +120,7 @@ func Run(ctx context.Context, env *apply.Env, host Host) error {
 		}
 	}
 	for _, d := range dirs {
-		if err := env.Root.MkdirAll(d, 0o755, target.Owner{}); err != nil {
+		if err := env.Root.MkdirAll(d, 0o755, rootfs.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("create mount point %s: %w", d, err))
 		}
 	}
@@ -138,7 +138,7 @@ func Run(ctx context.Context, env *apply.Env, host Host) error {
 	if changed {
 		mountAll = true
 	}
-	if _, err := env.Root.WriteFileIfChanged(FstabPath, []byte(contents), 0o644, target.Owner{}); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(FstabPath, []byte(contents), 0o644, rootfs.Owner{}); err != nil {
 		errs = append(errs, fmt.Errorf("write %s: %w", FstabPath, err))
 	}
 
@@ -203,7 +203,7 @@ func sameLines(owned []string, entries []Entry) bool {
 // mount point now. The target's paths are the running system's through
 // HostPath: under an initramfs the target's /srv/data is mounted on
 // /sysroot/srv/data.
-func allMounted(root *target.Root, dirs []string, mountinfo []byte) bool {
+func allMounted(root *rootfs.Root, dirs []string, mountinfo []byte) bool {
 	mounts, err := disk.ParseMountInfo(bytes.NewReader(mountinfo))
 	if err != nil {
 		return false
@@ -386,7 +386,7 @@ func swapSize(env *apply.Env, host Host, filename string, sizeRaw, maxRaw any) (
 		return 0, fmt.Errorf("read meminfo for size auto: %w", err)
 	}
 	dir := path.Dir(filename)
-	if err := env.Root.MkdirAll(dir, 0o755, target.Owner{}); err != nil {
+	if err := env.Root.MkdirAll(dir, 0o755, rootfs.Owner{}); err != nil {
 		return 0, fmt.Errorf("create %s: %w", dir, err)
 	}
 	free, err := freeBytes(env.Root, dir)
@@ -406,7 +406,7 @@ func createSwap(env *apply.Env, filename string, size int64) error {
 		return err
 	}
 	var method string
-	err = env.Root.WriteFileWith(filename, 0o600, target.KeepOwner, func(f *os.File) (err error) {
+	err = env.Root.WriteFileWith(filename, 0o600, rootfs.KeepOwner, func(f *os.File) (err error) {
 		method, err = fillSwapFile(f, size, header)
 		return err
 	})
@@ -420,7 +420,7 @@ func createSwap(env *apply.Env, filename string, size int64) error {
 // freeBytes is the free space of the filesystem holding dir, counted as
 // cloud-init counts it (f_frsize * f_bfree, blocks reserved for root
 // included).
-func freeBytes(root *target.Root, dir string) (int64, error) {
+func freeBytes(root *rootfs.Root, dir string) (int64, error) {
 	f, err := root.Open(dir)
 	if err != nil {
 		return 0, err

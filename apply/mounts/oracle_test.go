@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/yaml11"
 
@@ -154,10 +154,10 @@ mount_default_fields: [null, null, ext4, "defaults", "0", null]`, wantErr: "fiel
 			env := applytest.NewEnv(t, apply.Config(cfg))
 			env.Sys.IsLive = true
 			if tt.systemd {
-				env.Root.MkdirAll("/run/systemd/system", 0o755, target.Owner{})
+				env.Root.MkdirAll("/run/systemd/system", 0o755, rootfs.Owner{})
 			}
 			if tt.fstab != "" {
-				env.Root.WriteFile(FstabPath, []byte(tt.fstab), 0o644, target.Owner{})
+				env.Root.WriteFile(FstabPath, []byte(tt.fstab), 0o644, rootfs.Owner{})
 			}
 			md := map[string]any{}
 			for k, v := range tt.meta {

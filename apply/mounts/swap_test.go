@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 
 	"github.com/seedinit/seedinit/internal/testenv"
@@ -159,7 +159,7 @@ swap: {filename: /swapfile, size: auto, maxsize: 8M}`
 			env := applytest.NewEnvAt(t, dir, apply.Config(doc.(map[string]any)))
 			env.Sys.IsLive = true
 			if run == 0 {
-				env.Root.WriteFile(FstabPath, []byte(kept), 0o644, target.Owner{})
+				env.Root.WriteFile(FstabPath, []byte(kept), 0o644, rootfs.Owner{})
 			}
 			if err := Run(context.Background(), env.Env, host); err != nil {
 				t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup"
 	"github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/model"
@@ -282,7 +282,7 @@ func chooseRenderer(env *apply.Env) (string, error) {
 // that is not one word of printable characters is refused, as the
 // renderers refuse one: it would add a line (another nameserver) of its
 // own.
-func resolvConf(root *target.Root, n *model.Network) ([]byte, error) {
+func resolvConf(root *rootfs.Root, n *model.Network) ([]byte, error) {
 	dns := n.DNS
 	if len(dns.Nameservers) == 0 {
 		return nil, nil
@@ -326,11 +326,11 @@ func writeFiles(env *apply.Env, files render.Files) error {
 			continue
 		}
 		p := "/" + name
-		if err := env.Root.MkdirAll(path.Dir(p), 0o755, target.Owner{}); err != nil {
+		if err := env.Root.MkdirAll(path.Dir(p), 0o755, rootfs.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("write network config %s: %w", p, err))
 			continue
 		}
-		changed, err := env.Root.WriteFileIfChanged(p, files[name], 0o644, target.Owner{})
+		changed, err := env.Root.WriteFileIfChanged(p, files[name], 0o644, rootfs.Owner{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("write network config %s: %w", p, err))
 			continue

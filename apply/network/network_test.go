@@ -14,7 +14,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup"
 	"github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/model"
@@ -337,7 +337,7 @@ func TestHostileConfigWritesNothing(t *testing.T) {
 // the resolv.conf the module writes beside ENI, netplan and networkd: a
 // nameserver or search domain that would add a line of its own.
 func TestResolvConfRefusesUnsafeValues(t *testing.T) {
-	root, err := target.Open(t.TempDir())
+	root, err := rootfs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -16,7 +16,7 @@ import (
 // /etc/cloud/cloud.cfg and cloud.cfg.d/*.cfg, later files winning key by
 // key as cloud-init's merged system config does, so that a
 // 99-disable-network-config.cfg disables a config given earlier.
-func readSystemNetwork(root *target.Root) (any, error) {
+func readSystemNetwork(root *rootfs.Root) (any, error) {
 	names := []string{"/etc/cloud/cloud.cfg"}
 	var errs []error
 	if entries, err := root.ReadDir("/etc/cloud/cloud.cfg.d"); err == nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/jinja"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
@@ -75,7 +75,7 @@ func runAPKConfigure(ctx context.Context, env *apply.Env) error {
 	if err != nil {
 		return err
 	}
-	if _, err := env.Root.WriteFileIfChanged(apkRepositoriesFile, text, 0o644, target.Owner{}); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(apkRepositoriesFile, text, 0o644, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write %s: %w", apkRepositoriesFile, err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -59,7 +59,7 @@ func runAPTConfigure(ctx context.Context, env *apply.Env) error {
 }
 
 // applyAPTConfig writes (or removes) the proxy and apt.conf snippets.
-func applyAPTConfig(root *target.Root, cfg apply.Config) error {
+func applyAPTConfig(root *rootfs.Root, cfg apply.Config) error {
 	var errs []error
 	var proxies []string
 	for _, p := range []struct{ key, format string }{
@@ -87,7 +87,7 @@ func applyAPTConfig(root *target.Root, cfg apply.Config) error {
 			}
 			return
 		}
-		if _, err := root.WriteFileIfChanged(file, []byte(text), fileMode(text, false), target.Owner{}); err != nil {
+		if _, err := root.WriteFileIfChanged(file, []byte(text), fileMode(text, false), rootfs.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("write %s: %w", file, err))
 		}
 	}
@@ -192,7 +192,7 @@ func addAPTSources(ctx context.Context, env *apply.Env, cfg apply.Config) error 
 	return errors.Join(errs...)
 }
 
-func writeSourceLine(root *target.Root, file, line string, appendMode bool) error {
+func writeSourceLine(root *rootfs.Root, file, line string, appendMode bool) error {
 	content := line + "\n"
 	if appendMode {
 		old, _ := root.ReadFile(file)
@@ -203,7 +203,7 @@ func writeSourceLine(root *target.Root, file, line string, appendMode bool) erro
 		}
 		content = string(old) + content
 	}
-	if _, err := root.WriteFileIfChanged(file, []byte(content), fileMode(content, false), target.Owner{}); err != nil {
+	if _, err := root.WriteFileIfChanged(file, []byte(content), fileMode(content, false), rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write %s: %w", file, err)
 	}
 	return nil
@@ -250,7 +250,7 @@ func expandVars(s string, params map[string]string) string {
 // addAPTKey writes an entry's inline key, de-armored, to
 // /etc/apt/trusted.gpg.d/<name>.gpg, or to /etc/apt/cloud-init.gpg.d for
 // a source that names its key file ($KEY_FILE). It returns the path.
-func addAPTKey(root *target.Root, ent apply.Config, file string, hardened bool) (string, error) {
+func addAPTKey(root *rootfs.Root, ent apply.Config, file string, hardened bool) (string, error) {
 	if !ent.Has("key") {
 		if ent.Has("keyid") {
 			return "", errors.New("keyid needs a key server lookup, which seedinit does not do; give the key itself in key")
@@ -271,10 +271,10 @@ func addAPTKey(root *target.Root, ent apply.Config, file string, hardened bool) 
 	}
 	stem := strings.TrimSuffix(path.Base(file), path.Ext(file))
 	keyFile := path.Join(dir, stem+".gpg")
-	if err := root.MkdirAll(dir, 0o755, target.Owner{}); err != nil {
+	if err := root.MkdirAll(dir, 0o755, rootfs.Owner{}); err != nil {
 		return "", err
 	}
-	if _, err := root.WriteFileIfChanged(keyFile, binary, 0o644, target.Owner{}); err != nil {
+	if _, err := root.WriteFileIfChanged(keyFile, binary, 0o644, rootfs.Owner{}); err != nil {
 		return "", fmt.Errorf("write %s: %w", keyFile, err)
 	}
 	return keyFile, nil

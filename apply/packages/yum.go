@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -63,12 +63,12 @@ func runYumAddRepo(ctx context.Context, env *apply.Env) error {
 			continue
 		}
 		pending[canon] = true
-		if err := env.Root.MkdirAll(dir, 0o755, target.Owner{}); err != nil {
+		if err := env.Root.MkdirAll(dir, 0o755, rootfs.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("add yum repo %q: %w", id, err))
 			continue
 		}
 		_, hasPassword := repo["password"]
-		if err := env.Root.WriteFile(file, []byte(text), fileMode(text, hasPassword), target.Owner{}); err != nil {
+		if err := env.Root.WriteFile(file, []byte(text), fileMode(text, hasPassword), rootfs.Owner{}); err != nil {
 			errs = append(errs, fmt.Errorf("add yum repo %q: write %s: %w", id, file, err))
 		}
 	}

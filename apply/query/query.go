@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // Limits on what query reads and decodes.
@@ -64,7 +64,7 @@ type Data struct {
 }
 
 // Read reads the target's instance data, up to MaxSize.
-func Read(root *target.Root) (*Data, error) {
+func Read(root *rootfs.Root) (*Data, error) {
 	var lastErr error
 	for _, name := range files {
 		f, err := root.Open(name)

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
@@ -256,11 +256,11 @@ func run(ctx context.Context, env *apply.Env) error {
 	return errors.Join(errs...)
 }
 
-func writeConfig(root *target.Root, f File) error {
-	if err := root.MkdirAll(path.Dir(f.Path), 0o755, target.Owner{}); err != nil {
+func writeConfig(root *rootfs.Root, f File) error {
+	if err := root.MkdirAll(path.Dir(f.Path), 0o755, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write rsyslog config %s: %w", f.Path, err)
 	}
-	if _, err := root.WriteFileIfChanged(f.Path, []byte(f.Content), 0o644, target.Owner{}); err != nil {
+	if _, err := root.WriteFileIfChanged(f.Path, []byte(f.Content), 0o644, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write rsyslog config %s: %w", f.Path, err)
 	}
 	return nil

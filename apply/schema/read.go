@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -75,7 +75,7 @@ func readConfig(f *os.File) ([]byte, error) {
 }
 
 // readTargetConfig is readConfig for a file in the target.
-func readTargetConfig(root *target.Root, name string) ([]byte, error) {
+func readTargetConfig(root *rootfs.Root, name string) ([]byte, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 	"sync"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -282,7 +282,7 @@ var UserDataPath = apply.Path("instance", "cloud-config.txt")
 // the target's /etc/cloud/cloud.cfg and cloud.cfg.d/*.cfg, which carry no
 // "#cloud-config" header. A file that cannot be read is an error in the
 // joined error; the others are still checked.
-func ValidateSystem(root *target.Root) ([]*Report, error) {
+func ValidateSystem(root *rootfs.Root) ([]*Report, error) {
 	var reports []*Report
 	var errs []error
 	check := func(name string, requireHeader bool, optional bool) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -159,7 +159,7 @@ func TestValidateSystem(t *testing.T) {
 	if err := os.Symlink("/var/lib/cloud/instances/i-1", filepath.Join(dir, "var/lib/cloud/instance")); err != nil {
 		t.Fatal(err)
 	}
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

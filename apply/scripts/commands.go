@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
-	"github.com/seedinit/seedinit/seed/earlyrand"
+	"github.com/seedinit/seedinit/internal/earlyrand"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // bootcmdDir holds bootcmd's script while it runs. It is in the target
@@ -48,10 +48,10 @@ func runBootcmd(ctx context.Context, env *apply.Env) error {
 	var suffix [6]byte
 	earlyrand.Read(suffix[:])
 	file := bootcmdDir + "/bootcmd-" + hex.EncodeToString(suffix[:]) + ".sh"
-	if err := env.Root.MkdirAll(bootcmdDir, 0o700, target.KeepOwner); err != nil {
+	if err := env.Root.MkdirAll(bootcmdDir, 0o700, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("bootcmd: %w", err)
 	}
-	if err := env.Root.WriteFile(file, []byte(script), 0o600, target.KeepOwner); err != nil {
+	if err := env.Root.WriteFile(file, []byte(script), 0o600, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("bootcmd: %w", err)
 	}
 	defer func() {
@@ -84,7 +84,7 @@ func runRuncmd(ctx context.Context, env *apply.Env) error {
 		return fmt.Errorf("runcmd: %w", err)
 	}
 	file := env.State.InstanceDir("scripts", "runcmd")
-	if _, err := env.Root.WriteFileIfChanged(file, []byte(script), 0o700, target.KeepOwner); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(file, []byte(script), 0o700, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("runcmd: %w", err)
 	}
 	return nil

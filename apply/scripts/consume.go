@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -179,7 +179,7 @@ func writeScript(env *apply.Env, src dataSource, part seed.Part, name string) er
 		dir = src.freqDir + "/" + sub
 	}
 	file := dir + "/" + name
-	if _, err := env.Root.WriteFileIfChanged(file, dos2unix(part.Content), 0o700, target.KeepOwner); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(file, dos2unix(part.Content), 0o700, rootfs.KeepOwner); err != nil {
 		return err
 	}
 	return nil
@@ -192,7 +192,7 @@ func runBoothook(ctx context.Context, env *apply.Env, part seed.Part, name strin
 	body = strings.TrimPrefix(body, boothookPrefix)
 	body = strings.TrimLeft(body, " \t\n\r\v\f")
 	file := env.State.InstanceDir("boothooks", name)
-	if _, err := env.Root.WriteFileIfChanged(file, []byte(body), 0o700, target.KeepOwner); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(file, []byte(body), 0o700, rootfs.KeepOwner); err != nil {
 		return err
 	}
 	return run(ctx, env, "boothook", apply.Command{Argv: []string{file}, Env: instanceEnv(env)})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/scripts/citemplate"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // defaultFinalMessage says what cloud-init's does, in seedinit's words,
@@ -63,7 +63,7 @@ func runFinalMessage(ctx context.Context, env *apply.Env) error {
 		env.Log.Info(rendered)
 	}
 	finished := fmt.Sprintf("%s - %s - v. %s\n", up, ts, apply.Version)
-	if err := env.Root.WriteFile(env.State.InstanceDir("boot-finished"), []byte(finished), 0o644, target.KeepOwner); err != nil {
+	if err := env.Root.WriteFile(env.State.InstanceDir("boot-finished"), []byte(finished), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("final_message: write boot-finished: %w", err)
 	}
 	if env.Seed != nil && env.Seed.Datasource == "None" {

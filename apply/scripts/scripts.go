@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // OutputLog is where commands' output goes, in the target, as cloud-init's
@@ -64,7 +64,7 @@ func run(ctx context.Context, env *apply.Env, label string, cmd apply.Command) e
 	if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
 		entry.WriteByte('\n')
 	}
-	if logErr := env.Root.AppendFile(OutputLog, entry.Bytes(), 0o640, target.KeepOwner); logErr != nil {
+	if logErr := env.Root.AppendFile(OutputLog, entry.Bytes(), 0o640, rootfs.KeepOwner); logErr != nil {
 		env.Warn("%s: keep the output of %s: %v", label, cmd.Argv[0], logErr)
 	}
 	return err

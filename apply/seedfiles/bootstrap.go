@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 func init() {
@@ -49,14 +49,14 @@ func runBootstrapTree(ctx context.Context, env *apply.Env) error {
 		return fmt.Errorf("copy the bootstrap tree: %s says %q: want an absolute, clean directory other than /", BootstrapDirFile, dest)
 	}
 	asRoot := os.Geteuid() == 0
-	ownerOf := func(uid, gid int) target.Owner {
+	ownerOf := func(uid, gid int) rootfs.Owner {
 		switch {
 		case !asRoot:
-			return target.KeepOwner
+			return rootfs.KeepOwner
 		case uid < 0 || gid < 0:
-			return target.Owner{UID: 0, GID: 0}
+			return rootfs.Owner{UID: 0, GID: 0}
 		}
-		return target.Owner{UID: uid, GID: gid}
+		return rootfs.Owner{UID: uid, GID: gid}
 	}
 	var errs []error
 	files, size := 0, 0
@@ -82,7 +82,7 @@ func runBootstrapTree(ctx context.Context, env *apply.Env) error {
 			if err := env.Root.Chmod(p, mode); err != nil {
 				errs = append(errs, fmt.Errorf("copy the bootstrap tree: %s: %w", p, err))
 			}
-			if owner != target.KeepOwner {
+			if owner != rootfs.KeepOwner {
 				if err := env.Root.Chown(p, owner); err != nil {
 					errs = append(errs, fmt.Errorf("copy the bootstrap tree: %s: %w", p, err))
 				}

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 func init() {
@@ -39,9 +39,9 @@ func runInjectedFiles(ctx context.Context, env *apply.Env) error {
 	if len(env.Seed.Files) == 0 {
 		return apply.Skip("the seed injects no file")
 	}
-	owner := target.Owner{UID: 0, GID: 0}
+	owner := rootfs.Owner{UID: 0, GID: 0}
 	if os.Geteuid() != 0 {
-		owner = target.KeepOwner
+		owner = rootfs.KeepOwner
 	}
 	var errs []error
 	written := 0

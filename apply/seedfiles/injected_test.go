@@ -13,7 +13,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -105,7 +105,7 @@ func TestInjectedFilesHostile(t *testing.T) {
 // new instance writes them again.
 func TestInjectedFilesOncePerInstance(t *testing.T) {
 	dir := t.TempDir()
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

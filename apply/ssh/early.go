@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // early are host keys started before the run's config is known. An RSA

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/users"
+	"github.com/seedinit/seedinit/internal/sshkey"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )

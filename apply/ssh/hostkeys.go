@@ -14,9 +14,9 @@ import (
 	"sync"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
-	"github.com/seedinit/seedinit/apply/target"
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/safego"
+	"github.com/seedinit/seedinit/internal/sshkey"
 )
 
 const sshDir = "/etc/ssh"
@@ -48,11 +48,11 @@ var configKeyParts = []struct{ suffix, fileSuffix string }{
 
 // rootOwner is root:root when seedinit runs as root; otherwise (tests as
 // a user) files keep the writer's own ids, since chown would fail.
-func rootOwner() target.Owner {
+func rootOwner() rootfs.Owner {
 	if os.Geteuid() != 0 {
-		return target.KeepOwner
+		return rootfs.KeepOwner
 	}
-	return target.Owner{UID: 0, GID: 0}
+	return rootfs.Owner{UID: 0, GID: 0}
 }
 
 // deleteHostKeys removes /etc/ssh/ssh_host_*key* as cloud-init does on a new

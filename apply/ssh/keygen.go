@@ -14,7 +14,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 )
 
 // Key sizes ssh-keygen uses by default on Debian bookworm (OpenSSH 9.2):

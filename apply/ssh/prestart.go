@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // pendingKeys are host keys being made since the run's config was merged,

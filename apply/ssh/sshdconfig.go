@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // SSHDConfigPath is sshd's main configuration file in the target.
@@ -147,14 +147,14 @@ func applySettings(lines []sshdConfigLine, settings []Setting) ([]sshdConfigLine
 // includes sshd_config.d/*.conf, in sshd_config.d/50-cloud-init.conf
 // (created 0600). The file is rewritten only when a value changes, keeping
 // its mode and owner. It reports whether it wrote.
-func UpdateSSHDConfig(root *target.Root, settings ...Setting) (bool, error) {
+func UpdateSSHDConfig(root *rootfs.Root, settings ...Setting) (bool, error) {
 	name := SSHDConfigPath
 	mode, owner := fs.FileMode(0o644), rootOwner()
 	newDropIn := false
 	if includesDropIns(root) {
 		name = cloudInitDropIn
 		if !root.Exists(name) {
-			if err := root.MkdirAll(SSHDConfigPath+".d", 0o755, target.KeepOwner); err != nil {
+			if err := root.MkdirAll(SSHDConfigPath+".d", 0o755, rootfs.KeepOwner); err != nil {
 				return false, fmt.Errorf("update sshd config: %w", err)
 			}
 			// Made 0600 with its settings in one write: created empty
@@ -173,7 +173,7 @@ func UpdateSSHDConfig(root *target.Root, settings ...Setting) (bool, error) {
 		text = string(data)
 		mode = fi.Mode().Perm()
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			owner = target.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+			owner = rootfs.Owner{UID: int(st.Uid), GID: int(st.Gid)}
 		}
 	case err == nil:
 		return false, fmt.Errorf("update sshd config %s: not a regular file", name)
@@ -203,7 +203,7 @@ func UpdateSSHDConfig(root *target.Root, settings ...Setting) (bool, error) {
 
 // includesDropIns reports whether sshd_config has the line that pulls in
 // sshd_config.d, as cloud-init checks it: at the start of a line, exactly.
-func includesDropIns(root *target.Root) bool {
+func includesDropIns(root *rootfs.Root) bool {
 	data, err := root.ReadFile(SSHDConfigPath)
 	if err != nil {
 		return false

@@ -8,14 +8,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
 // InstanceData builds cloud-init's instance-data document (the v1 keys
 // with their dashed aliases, ds.meta_data, merged_cfg, sys_info) that
 // `query` prints and jinja templates see.
-func InstanceData(root *target.Root, s *seed.Seed, merged map[string]any, version string) map[string]any {
+func InstanceData(root *rootfs.Root, s *seed.Seed, merged map[string]any, version string) map[string]any {
 	keys := s.PublicKeys
 	if keys == nil {
 		keys = []string{}
@@ -105,7 +105,7 @@ func redactKeys(v any, sensitive map[string]bool) any {
 	return v
 }
 
-func osRelease(root *target.Root) map[string]any {
+func osRelease(root *rootfs.Root) map[string]any {
 	out := map[string]any{"ID": nil, "VERSION_ID": nil, "VERSION_CODENAME": nil}
 	b, err := root.ReadFile("/etc/os-release")
 	if err != nil {

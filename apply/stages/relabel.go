@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // SELinux labels what a run wrote. cloud-init runs restorecon after each
@@ -57,7 +57,7 @@ type selinuxConfig struct {
 // does: the first SELINUX= and SELINUXTYPE= lines, values compared without
 // regard to case. Quotes, which libselinux does not expect, are taken off
 // rather than taken for a disabled SELinux.
-func readSELinuxConfig(root *target.Root) (selinuxConfig, error) {
+func readSELinuxConfig(root *rootfs.Root) (selinuxConfig, error) {
 	var c selinuxConfig
 	b, err := root.ReadFile(selinuxConfigPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -100,7 +100,7 @@ func (c selinuxConfig) enabled() bool { return c.Mode == "enforcing" || c.Mode =
 // for it in the target, and its class directory, which a policy load
 // fills, is not empty. A restorecon chrooted into a target without it (the
 // initramfs's /sysroot) would find SELinux disabled and label nothing.
-func policyLoaded(root *target.Root) bool {
+func policyLoaded(root *rootfs.Root) bool {
 	for _, mnt := range []string{"/sys/fs/selinux", "/selinux"} {
 		p, err := root.HostPath(mnt)
 		if err != nil {
@@ -197,7 +197,7 @@ func relabel(ctx context.Context, opts Options, st *apply.State, since int) (war
 			len(fresh), abbreviate(fresh, 5)))
 		return warnings, nil
 	}
-	if err := opts.Root.WriteFile(AutorelabelPath, nil, 0o644, target.KeepOwner); err != nil {
+	if err := opts.Root.WriteFile(AutorelabelPath, nil, 0o644, rootfs.KeepOwner); err != nil {
 		return warnings, []string{fmt.Sprintf("selinux relabel: %v", err)}
 	}
 	if err := st.MarkRun(autorelabelSem, apply.PerInstance); err != nil {
@@ -209,7 +209,7 @@ func relabel(ctx context.Context, opts Options, st *apply.State, since int) (war
 
 // relabelTool is the target's restorecon, or its setfiles with the policy's
 // file contexts, as an argv prefix.
-func relabelTool(root *target.Root, cfg selinuxConfig) ([]string, bool) {
+func relabelTool(root *rootfs.Root, cfg selinuxConfig) ([]string, bool) {
 	if p, ok := apply.LookPath(root, "restorecon"); ok {
 		return []string{p, "-i"}, true
 	}

@@ -15,13 +15,13 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
 func init() {
 	apply.Register(apply.Module{Name: "test_final_write", Keys: []string{"test_final_write"}, Run: func(ctx context.Context, env *apply.Env) error {
-		return env.Root.WriteFile("/etc/test-final", []byte("final\n"), 0o644, target.KeepOwner)
+		return env.Root.WriteFile("/etc/test-final", []byte("final\n"), 0o644, rootfs.KeepOwner)
 	}})
 	// Makes a file anew on every boot: the shape of module that could turn
 	// a relabel into a relabel on every boot.
@@ -29,7 +29,7 @@ func init() {
 		if err := env.Root.Remove("/etc/every-boot"); err != nil {
 			return err
 		}
-		return env.Root.WriteFile("/etc/every-boot", []byte("x\n"), 0o644, target.KeepOwner)
+		return env.Root.WriteFile("/etc/every-boot", []byte("x\n"), 0o644, rootfs.KeepOwner)
 	}})
 }
 
@@ -74,7 +74,7 @@ func TestReadSELinuxConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeHost(t, dir, "etc/selinux/config", tt.content, 0o644)
-			root, err := target.Open(dir)
+			root, err := rootfs.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +149,7 @@ func TestRelabelDecision(t *testing.T) {
 			if tt.pending {
 				writeHost(t, dir, ".autorelabel", "-F\n", 0o644)
 			}
-			root, err := target.Open(dir)
+			root, err := rootfs.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,13 +170,13 @@ func TestRelabelDecision(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			must(root.WriteFile("/etc/ssh/sshd_config", []byte("new\n"), 0o600, target.KeepOwner))
+			must(root.WriteFile("/etc/ssh/sshd_config", []byte("new\n"), 0o600, rootfs.KeepOwner))
 			if !tt.onlyReplace {
-				must(root.WriteFile("/home/admin/.ssh/authorized_keys", []byte("ssh-ed25519 AAAA\n"), 0o600, target.KeepOwner))
+				must(root.WriteFile("/home/admin/.ssh/authorized_keys", []byte("ssh-ed25519 AAAA\n"), 0o600, rootfs.KeepOwner))
 				if tt.requested {
-					must(root.WriteFile("/etc/ssh/sshd_config.d/50-cloud-init.conf", []byte("x\n"), 0o600, target.KeepOwner))
+					must(root.WriteFile("/etc/ssh/sshd_config.d/50-cloud-init.conf", []byte("x\n"), 0o600, rootfs.KeepOwner))
 				}
-				must(root.WriteFile("/run/cloud-init/instance-data.json", []byte("{}\n"), 0o600, target.KeepOwner))
+				must(root.WriteFile("/run/cloud-init/instance-data.json", []byte("{}\n"), 0o600, rootfs.KeepOwner))
 			}
 			sys := &applytest.FakeSystem{IsLive: tt.live}
 			if tt.toolFails {
@@ -185,7 +185,7 @@ func TestRelabelDecision(t *testing.T) {
 					return errors.New("exit status 1")
 				}
 			}
-			opts := Options{Root: root, Sys: sys, Log: testLogger(t), SELinuxLoaded: func(*target.Root) bool { return tt.loaded }}
+			opts := Options{Root: root, Sys: sys, Log: testLogger(t), SELinuxLoaded: func(*rootfs.Root) bool { return tt.loaded }}
 			warns, errs := relabel(context.Background(), opts, st, since)
 			if len(errs) > 0 {
 				t.Errorf("errors: %q", errs)
@@ -233,7 +233,7 @@ test_final_write: true
 
 func runRelabelled(t *testing.T, dir string, sys *applytest.FakeSystem, loaded bool) *Report {
 	t.Helper()
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func runRelabelled(t *testing.T, dir string, sys *applytest.FakeSystem, loaded b
 		Seed:          &seed.Seed{Datasource: "NoCloud", InstanceID: "i-1", UserData: []byte(relabelUserData)},
 		Sys:           sys,
 		Log:           testLogger(t),
-		SELinuxLoaded: func(*target.Root) bool { return loaded },
+		SELinuxLoaded: func(*rootfs.Root) bool { return loaded },
 		ModuleTimeout: time.Second,
 	})
 	if err != nil {
@@ -320,7 +320,7 @@ func TestPolicyLoadedNeedsSelinuxfs(t *testing.T) {
 	dir := t.TempDir()
 	writeHost(t, dir, "sys/fs/selinux/class/file/index", "6\n", 0o644)
 	writeHost(t, dir, "sys/fs/selinux/enforce", "1\n", 0o644)
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -136,7 +136,7 @@ func reportOff(cfg apply.Config) bool {
 // of errors, never their text nor anything of the seed. PID 1 calls it
 // itself when seedinit.strict refuses the handoff, and so no final stage
 // runs to send it.
-func SendReport(ctx context.Context, root *target.Root, rawURL, from string, log *slog.Logger) {
+func SendReport(ctx context.Context, root *rootfs.Root, rawURL, from string, log *slog.Logger) {
 	if rawURL == "" {
 		return
 	}

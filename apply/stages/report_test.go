@@ -18,7 +18,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -90,7 +90,7 @@ func runReported(t *testing.T, dir string, sd *seed.Seed, d *trust.Decision, sta
 // runReportedCmdline is runReported with seedinit.report=cmdline.
 func runReportedCmdline(t *testing.T, dir string, sd *seed.Seed, d *trust.Decision, cmdline string, stages ...apply.Stage) string {
 	t.Helper()
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestReportURLSources(t *testing.T) {
 	}
 	// PID 1's run sends none but is told where, for a handoff strict
 	// mode refuses.
-	root, err := target.Open(t.TempDir())
+	root, err := rootfs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/known"
 	"github.com/seedinit/seedinit/apply/merge"
-	"github.com/seedinit/seedinit/apply/target"
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/safego"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -32,7 +32,7 @@ const DefaultModuleTimeout = 15 * time.Minute
 
 // Options says what to run and where.
 type Options struct {
-	Root    *target.Root
+	Root    *rootfs.Root
 	Seed    *seed.Seed
 	Stages  []apply.Stage
 	Sys     apply.System
@@ -49,7 +49,7 @@ type Options struct {
 	// SELinuxLoaded reports whether the running kernel has an SELinux
 	// policy loaded and the target sees it (its selinuxfs mounted in the
 	// target), which restorecon needs; nil reads the target's selinuxfs.
-	SELinuxLoaded func(root *target.Root) bool
+	SELinuxLoaded func(root *rootfs.Root) bool
 	// SeedErrors and SeedWarnings are what was found wrong with the seed
 	// before the run (its trust decision), reported with the first
 	// stage's own in the report and status.json.
@@ -80,7 +80,7 @@ type ModuleResult struct {
 	Error     string          `json:"error,omitempty"`
 	Warnings  []string        `json:"warnings,omitempty"`
 	Duration  time.Duration   `json:"duration_ns"`
-	Changes   []target.Change `json:"changes,omitempty"`
+	Changes   []rootfs.Change `json:"changes,omitempty"`
 }
 
 // StageResult is one stage's run.
@@ -452,7 +452,7 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 		Dir:      seed.IncludeOnceDir,
 		ReadFile: opts.Root.ReadFile,
 		WriteFile: func(name string, data []byte) error {
-			return opts.Root.WriteFile(name, data, 0o600, target.KeepOwner)
+			return opts.Root.WriteFile(name, data, 0o600, rootfs.KeepOwner)
 		},
 	}
 	decode := func(what string, raw []byte) (*seed.Processed, map[string]any) {
@@ -490,7 +490,7 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 	p.Warnings = append(p.Warnings, summarize("", "unknown or unsupported cloud-config keys", unknownKeys(userCfg, vendorCfg))...)
 
 	write := func(name string, data []byte, mode uint32) {
-		if _, err := opts.Root.WriteFileIfChanged(name, data, fsMode(mode), target.KeepOwner); err != nil {
+		if _, err := opts.Root.WriteFileIfChanged(name, data, fsMode(mode), rootfs.KeepOwner); err != nil {
 			p.Errors = append(p.Errors, err.Error())
 		}
 	}
@@ -500,7 +500,7 @@ func Prepare(ctx context.Context, opts Options, st *apply.State) *Prepared {
 	write(st.InstanceDir("vendor-cloud-config.txt"), cloudConfigText(vendorCfg), 0o600)
 	write(st.InstanceDir("datasource"), []byte(datasourceLine(opts.Seed)+"\n"), 0o644)
 	for _, f := range opts.Seed.Keep {
-		if err := opts.Root.MkdirAll(path.Dir(f.Path), fsMode(f.DirMode), target.KeepOwner); err != nil {
+		if err := opts.Root.MkdirAll(path.Dir(f.Path), fsMode(f.DirMode), rootfs.KeepOwner); err != nil {
 			p.Errors = append(p.Errors, fmt.Sprintf("keep the datasource's %s: %v", f.Path, err))
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -28,7 +28,7 @@ var (
 func init() {
 	apply.Register(apply.Module{Name: "test_ok", Keys: []string{"test_ok"}, Run: func(ctx context.Context, env *apply.Env) error {
 		runsOK.Add(1)
-		return env.Root.WriteFile("/etc/test-ok", []byte("ok\n"), 0o644, target.KeepOwner)
+		return env.Root.WriteFile("/etc/test-ok", []byte("ok\n"), 0o644, rootfs.KeepOwner)
 	}})
 	apply.Register(apply.Module{Name: "test_always", Frequency: apply.PerBoot, Run: func(ctx context.Context, env *apply.Env) error {
 		runsAlways.Add(1)
@@ -68,7 +68,7 @@ no_such_key: 1
 
 func runOnce(t *testing.T, dir, instanceID, userData string) *Report {
 	t.Helper()
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestVendorDataDisabled(t *testing.T) {
 		{"#cloud-config\nvendor_data: {enabled: true}\n", true},
 	} {
 		dir := t.TempDir()
-		root, _ := target.Open(dir)
+		root, _ := rootfs.Open(dir)
 		rep, err := Run(context.Background(), Options{
 			Root:   root,
 			Stages: []apply.Stage{apply.StageNetwork},
@@ -267,7 +267,7 @@ func TestDatasourceConfigMergeOrder(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "etc/cloud/cloud.cfg"), []byte(system), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			root, _ := target.Open(dir)
+			root, _ := rootfs.Open(dir)
 			_, err := Run(context.Background(), Options{
 				Root:   root,
 				Stages: []apply.Stage{apply.StageNetwork},
@@ -304,7 +304,7 @@ func TestDatasourceConfigMergeOrder(t *testing.T) {
 // target with their modes, the directory made as asked.
 func TestKeptFilesWritten(t *testing.T) {
 	dir := t.TempDir()
-	root, _ := target.Open(dir)
+	root, _ := rootfs.Open(dir)
 	_, err := Run(context.Background(), Options{
 		Root: root, Stages: []apply.Stage{apply.StageLocal}, Sys: &applytest.FakeSystem{},
 		Seed: &seed.Seed{Datasource: "Azure", InstanceID: "i-keep",

@@ -17,7 +17,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/merge"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/pyfmt"
 	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/seed/yaml11"
@@ -119,7 +119,7 @@ func emptyStatus() *Status {
 
 // ReadStatus reads the target's status.json; a missing one is an empty
 // status.
-func ReadStatus(root *target.Root) (*Status, error) {
+func ReadStatus(root *rootfs.Root) (*Status, error) {
 	b, err := root.ReadFile(StatusPath)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func ReadStatus(root *target.Root) (*Status, error) {
 	return s, nil
 }
 
-func loadStatus(root *target.Root, fresh bool) *Status {
+func loadStatus(root *rootfs.Root, fresh bool) *Status {
 	if !fresh {
 		if s, err := ReadStatus(root); err == nil {
 			return s
@@ -149,7 +149,7 @@ func (s *Status) setDatasource(ds string) { s.V1.Datasource = &ds }
 
 // NoteFinalStageWait records in status.json what the final stage, started
 // in another process, waits for before it runs; its start clears it.
-func NoteFinalStageWait(root *target.Root, reason string) error {
+func NoteFinalStageWait(root *rootfs.Root, reason string) error {
 	s, err := ReadStatus(root)
 	if err != nil {
 		return fmt.Errorf("note the final stage's wait: %w", err)
@@ -162,7 +162,7 @@ func NoteFinalStageWait(root *target.Root, reason string) error {
 // to the real init (seedinit.strict): the reason as an error of the last
 // stage it ran, and the final stage waiting for a handoff that will not
 // come. `seedinit status` and cloud-init's readers report the error.
-func NoteHandoffRefused(root *target.Root, reason string) error {
+func NoteHandoffRefused(root *rootfs.Root, reason string) error {
 	s, err := ReadStatus(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		s, err = emptyStatus(), nil
@@ -202,14 +202,14 @@ func unixSeconds(t time.Time) float64 {
 // Sync: each run writes it anew from its first stage (an unreadable one
 // is started over), so a copy lost in a power cut costs nothing, and its
 // own flush was six journal commits of every boot.
-func saveStatus(root *target.Root, s *Status) error {
+func saveStatus(root *rootfs.Root, s *Status) error {
 	b, _ := json.MarshalIndent(s, "", " ")
-	return root.WriteMarkFile(StatusPath, append(b, '\n'), 0o644, target.KeepOwner)
+	return root.WriteMarkFile(StatusPath, append(b, '\n'), 0o644, rootfs.KeepOwner)
 }
 
 // writeStatus saves status.json and links it where cloud-init's tools
 // look; failures are logged.
-func writeStatus(root *target.Root, s *Status, log *slog.Logger) {
+func writeStatus(root *rootfs.Root, s *Status, log *slog.Logger) {
 	if err := saveStatus(root, s); err != nil {
 		log.Error("write status", "error", err.Error())
 		return
@@ -227,7 +227,7 @@ type Result struct {
 	} `json:"v1"`
 }
 
-func writeResult(root *target.Root, s *Status, log *slog.Logger) {
+func writeResult(root *rootfs.Root, s *Status, log *slog.Logger) {
 	var r Result
 	r.V1.Datasource = s.V1.Datasource
 	r.V1.Errors = []string{}
@@ -240,7 +240,7 @@ func writeResult(root *target.Root, s *Status, log *slog.Logger) {
 		r.V1.Errors = append(r.V1.Errors, s.V1.Stages[n].Errors...)
 	}
 	b, _ := json.MarshalIndent(r, "", " ")
-	if err := root.WriteFile(ResultPath, append(b, '\n'), 0o644, target.KeepOwner); err != nil {
+	if err := root.WriteFile(ResultPath, append(b, '\n'), 0o644, rootfs.KeepOwner); err != nil {
 		log.Error("write result", "error", err.Error())
 		return
 	}
@@ -252,7 +252,7 @@ func writeResult(root *target.Root, s *Status, log *slog.Logger) {
 // readSystemConfig merges the target's /etc/cloud/cloud.cfg with
 // cloud.cfg.d/*.cfg, later files winning, as cloud-init's
 // read_conf_with_confd does.
-func readSystemConfig(root *target.Root) (map[string]any, []string) {
+func readSystemConfig(root *rootfs.Root) (map[string]any, []string) {
 	var errs []string
 	load := func(name string) map[string]any {
 		b, err := root.ReadFile(name)
@@ -472,4 +472,4 @@ func marshalJSON(v any) []byte {
 }
 
 // fsMode keeps setuid, setgid and sticky, which fs.FileMode(m) would lose.
-func fsMode(m uint32) fs.FileMode { return target.UnixMode(m) }
+func fsMode(m uint32) fs.FileMode { return rootfs.UnixMode(m) }

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // This file is `cloud-init status [--long] [--format json|yaml|tabular]
@@ -68,7 +68,7 @@ type StatusDetails struct {
 // /etc/cloud/cloud-init.disabled exists in the target, and otherwise
 // enabled-by-sysvinit, the code cloud-init gives on any system that is
 // not run by systemd.
-func ReadStatusDetails(root *target.Root) StatusDetails {
+func ReadStatusDetails(root *rootfs.Root) StatusDetails {
 	empty := ""
 	d := StatusDetails{
 		Status:         StatusNotRun,
@@ -168,7 +168,7 @@ func ReadStatusDetails(root *target.Root) StatusDetails {
 // error, 0 otherwise, 2 for an unknown format. After --wait, tabular
 // output starts with a newline (cloud-init ends its line of dots first):
 // the caller prints it.
-func FormatStatus(root *target.Root, long bool, format string) (string, int) {
+func FormatStatus(root *rootfs.Root, long bool, format string) (string, int) {
 	d := ReadStatusDetails(root)
 	code := 0
 	if d.Status == StatusError {
@@ -224,7 +224,7 @@ func (d StatusDetails) dict() map[string]any {
 // every quarter second as cloud-init does; tick (may be nil) is called on
 // every check, for the dots tabular output prints. It returns the final
 // details, or ctx's error when it ends first.
-func WaitStatus(ctx context.Context, root *target.Root, tick func()) (StatusDetails, error) {
+func WaitStatus(ctx context.Context, root *rootfs.Root, tick func()) (StatusDetails, error) {
 	for {
 		d := ReadStatusDetails(root)
 		if d.Status != StatusNotRun && d.Status != StatusRunning {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -85,7 +85,7 @@ func TestFormatStatusGolden(t *testing.T) {
 	for _, tc := range statusCases {
 		for _, f := range statusFormats {
 			t.Run(tc.name+"/"+f.suffix, func(t *testing.T) {
-				root, err := target.Open(makeStatusRoot(t, tc.files))
+				root, err := rootfs.Open(makeStatusRoot(t, tc.files))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,7 +151,7 @@ func TestFormatStatusAgainstCloudInit(t *testing.T) {
 		for _, f := range statusFormats {
 			t.Run(tc.name+"/"+f.suffix, func(t *testing.T) {
 				dir := makeStatusRoot(t, tc.files)
-				root, err := target.Open(dir)
+				root, err := rootfs.Open(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +183,7 @@ func TestFormatStatusAgainstCloudInit(t *testing.T) {
 
 func TestWaitStatus(t *testing.T) {
 	dir := makeStatusRoot(t, statusCases[2].files) // running
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestWaitStatus(t *testing.T) {
 	if _, err := WaitStatus(cancelled, root, nil); err != nil {
 		t.Errorf("WaitStatus on a finished boot: %v", err)
 	}
-	notRun, _ := target.Open(t.TempDir())
+	notRun, _ := rootfs.Open(t.TempDir())
 	if _, err := WaitStatus(cancelled, notRun, nil); err == nil {
 		t.Error("WaitStatus with a cancelled context on a boot that never ran returned no error")
 	}
@@ -253,7 +253,7 @@ func FuzzReadStatusDetails(f *testing.F) {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, "run/cloud-init"), 0o755)
 		os.WriteFile(filepath.Join(dir, "run/cloud-init/status.json"), status, 0o644)
-		root, err := target.Open(dir)
+		root, err := rootfs.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 func FuzzParseOSRelease(f *testing.F) {
@@ -25,12 +25,12 @@ func FuzzSetShellVar(f *testing.F) {
 	f.Add("export LANG=\"x y\"\nLANG=z", "a b$c")
 	f.Add("", "")
 	f.Fuzz(func(t *testing.T, existing, value string) {
-		root, err := target.Open(t.TempDir())
+		root, err := rootfs.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer root.Close()
-		if err := root.WriteFile("/locale", []byte(existing), 0o644, target.Owner{}); err != nil {
+		if err := root.WriteFile("/locale", []byte(existing), 0o644, rootfs.Owner{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := SetShellVar(root, "/locale", "LANG", value); err != nil {

@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 const (
@@ -85,7 +85,7 @@ func runLocale(ctx context.Context, env *apply.Env) error {
 // localeFileFor is where the target keeps its LANG: Debian's
 // /etc/default/locale, systemd's /etc/locale.conf elsewhere, and on a
 // target of unknown family whichever of the two it already has.
-func localeFileFor(root *target.Root, family string) string {
+func localeFileFor(root *rootfs.Root, family string) string {
 	switch family {
 	case "debian":
 		return debianLocaleFile
@@ -136,7 +136,7 @@ const (
 // has for it is added. A target without locale.gen (Ubuntu keeps its
 // list elsewhere) or a locale in neither file is left alone for
 // locale-gen to judge.
-func enableLocaleGen(root *target.Root, locale string) error {
+func enableLocaleGen(root *rootfs.Root, locale string) error {
 	data, err := root.ReadFile(localeGenFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -169,8 +169,8 @@ func enableLocaleGen(root *target.Root, locale string) error {
 	return nil
 }
 
-func writeLocaleGen(root *target.Root, lines []string) error {
-	if _, err := root.WriteFileIfChanged(localeGenFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644, target.KeepOwner); err != nil {
+func writeLocaleGen(root *rootfs.Root, lines []string) error {
+	if _, err := root.WriteFileIfChanged(localeGenFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("enable the locale in %s: %w", localeGenFile, err)
 	}
 	return nil
@@ -178,7 +178,7 @@ func writeLocaleGen(root *target.Root, lines []string) error {
 
 // readShellVar reads KEY=value from a shell-style file; a missing file or
 // key reads as "".
-func readShellVar(root *target.Root, file, key string) string {
+func readShellVar(root *rootfs.Root, file, key string) string {
 	data, err := root.ReadFile(file)
 	if err != nil {
 		return ""
@@ -196,7 +196,7 @@ func readShellVar(root *target.Root, file, key string) string {
 // SetShellVar sets KEY=value in a shell-style file the way update-locale
 // does: the key's line is replaced in place, other lines are kept, and the
 // key is appended when missing.
-func SetShellVar(root *target.Root, file, key, value string) (bool, error) {
+func SetShellVar(root *rootfs.Root, file, key, value string) (bool, error) {
 	data, err := root.ReadFile(file)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read %s: %w", file, err)
@@ -222,7 +222,7 @@ func SetShellVar(root *target.Root, file, key, value string) (bool, error) {
 	if !found {
 		kept = append(kept, entry)
 	}
-	changed, err := root.WriteFileIfChanged(file, []byte(strings.Join(kept, "\n")+"\n"), 0o644, target.KeepOwner)
+	changed, err := root.WriteFileIfChanged(file, []byte(strings.Join(kept, "\n")+"\n"), 0o644, rootfs.KeepOwner)
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", file, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // glibc keeps compiled locales in /usr/lib/locale: most in the
@@ -36,7 +36,7 @@ const (
 )
 
 // compiledLocale looks locale up among the target's compiled locales.
-func compiledLocale(root *target.Root, locale string) localeState {
+func compiledLocale(root *rootfs.Root, locale string) localeState {
 	if fi, err := root.Stat(localeDir); err != nil || !fi.IsDir() {
 		return localeUnknown
 	}

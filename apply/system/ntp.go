@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/jinja"
 )
 
@@ -121,7 +121,7 @@ func runNTP(ctx context.Context, env *apply.Env) error {
 	if err := keepDistConfig(env.Root, client.ConfPath, text); err != nil {
 		return err
 	}
-	if _, err := env.Root.WriteFileIfChanged(client.ConfPath, text, 0o644, target.Owner{}); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(client.ConfPath, text, 0o644, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write the %s config %s: %w", client.Name, client.ConfPath, err)
 	}
 	if _, ok := apply.LookPath(env.Root, client.CheckExe); !ok {
@@ -136,7 +136,7 @@ func runNTP(ctx context.Context, env *apply.Env) error {
 // selectNTPClient picks the client the user named, or with "auto" the
 // first of the distro's preferred clients that the target has, else the
 // distro's first choice.
-func selectNTPClient(root *target.Root, distro, name string) (ntpClient, error) {
+func selectNTPClient(root *rootfs.Root, distro, name string) (ntpClient, error) {
 	clients := ntpClients(distro)
 	if name != "" && name != "auto" {
 		c, ok := clients[name]
@@ -273,12 +273,12 @@ func toAny(l []string) []any {
 
 // keepDistConfig saves the image's own config as <confpath>.dist before
 // the first write, as cloud-init does; later runs leave the saved copy.
-func keepDistConfig(root *target.Root, confPath string, next []byte) error {
+func keepDistConfig(root *rootfs.Root, confPath string, next []byte) error {
 	old, err := root.ReadFile(confPath)
 	if err != nil || string(old) == string(next) || root.Exists(confPath+".dist") {
 		return nil
 	}
-	if err := root.WriteFile(confPath+".dist", old, 0o644, target.KeepOwner); err != nil {
+	if err := root.WriteFile(confPath+".dist", old, 0o644, rootfs.KeepOwner); err != nil {
 		return fmt.Errorf("keep the image's %s as .dist: %w", confPath, err)
 	}
 	return nil

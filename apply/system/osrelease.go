@@ -3,7 +3,7 @@ package system
 import (
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // osRelease is the part of /etc/os-release that picks a distro's layout.
@@ -14,7 +14,7 @@ type osRelease struct {
 
 // readOSRelease reads /etc/os-release (or /usr/lib/os-release) from the
 // target; a target without one reads as empty.
-func readOSRelease(root *target.Root) osRelease {
+func readOSRelease(root *rootfs.Root) osRelease {
 	var data []byte
 	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
 		if b, err := root.ReadFile(p); err == nil {

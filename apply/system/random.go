@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 const urandom = "/dev/urandom"
@@ -74,7 +74,7 @@ func writeSeed(env *apply.Env, file string, data []byte) error {
 	if strings.HasPrefix(file, "/dev/") || strings.HasPrefix(file, "/proc/") || strings.HasPrefix(file, "/sys/") {
 		return fmt.Errorf("write the random seed to %s: only /dev/urandom or a file in the target is supported", file)
 	}
-	if err := env.Root.AppendFile(file, data, 0o600, target.Owner{}); err != nil {
+	if err := env.Root.AppendFile(file, data, 0o600, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write the random seed to %s: %w", file, err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 const resolvConfPath = "/etc/resolv.conf"
@@ -53,7 +53,7 @@ func runResolvConf(ctx context.Context, env *apply.Env) error {
 			return fmt.Errorf("replace the link %s: %w", resolvConfPath, err)
 		}
 	}
-	if _, err := env.Root.WriteFileIfChanged(resolvConfPath, []byte(text), 0o644, target.Owner{}); err != nil {
+	if _, err := env.Root.WriteFileIfChanged(resolvConfPath, []byte(text), 0o644, rootfs.Owner{}); err != nil {
 		return fmt.Errorf("write %s: %w", resolvConfPath, err)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 const (
@@ -31,7 +31,7 @@ func runTimezone(ctx context.Context, env *apply.Env) error {
 // SetTimezone points /etc/localtime at the zone's file inside the target
 // (a link, or a copy when /etc/localtime is a regular file, as cloud-init
 // does) and writes /etc/timezone on the distros that keep one.
-func SetTimezone(root *target.Root, tz, family string) error {
+func SetTimezone(root *rootfs.Root, tz, family string) error {
 	if tz != strings.TrimSpace(tz) || strings.HasPrefix(tz, "/") || strings.Contains("/"+tz+"/", "/../") {
 		return fmt.Errorf("set timezone %q: not a zone name", tz)
 	}
@@ -43,7 +43,7 @@ func SetTimezone(root *target.Root, tz, family string) error {
 	// systemd-based RHEL and SUSE set only /etc/localtime (timedatectl);
 	// Debian, Ubuntu and Alpine also keep the name in /etc/timezone.
 	if family != "rhel" && family != "suse" && family != "arch" {
-		if _, err := root.WriteFileIfChanged(timezoneFile, []byte(tz+"\n"), 0o644, target.Owner{}); err != nil {
+		if _, err := root.WriteFileIfChanged(timezoneFile, []byte(tz+"\n"), 0o644, rootfs.Owner{}); err != nil {
 			return fmt.Errorf("set timezone %q: write %s: %w", tz, timezoneFile, err)
 		}
 	}
@@ -61,7 +61,7 @@ func SetTimezone(root *target.Root, tz, family string) error {
 		if err != nil {
 			return fmt.Errorf("set timezone %q: read %s: %w", tz, zoneFile, err)
 		}
-		if _, err := root.WriteFileIfChanged(localtimeFile, data, 0o644, target.KeepOwner); err != nil {
+		if _, err := root.WriteFileIfChanged(localtimeFile, data, 0o644, rootfs.KeepOwner); err != nil {
 			return fmt.Errorf("set timezone %q: copy %s to %s: %w", tz, zoneFile, localtimeFile, err)
 		}
 		return nil

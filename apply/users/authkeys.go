@@ -11,7 +11,7 @@ import (
 	"unicode"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // SshdConfigFile is where sshd's configuration lives in the target.
@@ -473,9 +473,9 @@ func ensureDefaultKeysFile(env *apply.Env, owner keyOwner, file string) error {
 	return nil
 }
 
-func statOwner(fi fs.FileInfo) target.Owner {
+func statOwner(fi fs.FileInfo) rootfs.Owner {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return target.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+		return rootfs.Owner{UID: int(st.Uid), GID: int(st.Gid)}
 	}
-	return target.KeepOwner
+	return rootfs.KeepOwner
 }

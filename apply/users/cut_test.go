@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/shacrypt"
 )
 
@@ -63,7 +63,7 @@ var accountModules = []struct {
 // power was cut, and the steps the boot took.
 func bootAccounts(t *testing.T, dir string, cut int) (bool, int) {
 	t.Helper()
-	target.SimulateReboot()
+	rootfs.SimulateReboot()
 	env := newEnv(t, dir, cutConfig)
 	env.Root.StopAfter(cut)
 	start := env.Root.Steps()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // The account database files, in the target.
@@ -97,7 +97,7 @@ type table struct {
 	// original is the content as read, for the "-" backup shadow-utils keeps.
 	original []byte
 	mode     fs.FileMode
-	owner    target.Owner
+	owner    rootfs.Owner
 }
 
 // parseTable splits data into records. Entries need exactly nfields
@@ -271,7 +271,7 @@ func ParseShadow(data []byte) []Shadow {
 // DB is the target's account database, read whole, edited in memory and
 // written back by Save. Hold the lock (Lock) from Open to Save.
 type DB struct {
-	root                           *target.Root
+	root                           *rootfs.Root
 	Policy                         Policy
 	passwd, shadow, group, gshadow *table
 	// now is the clock for "last password change" days.
@@ -301,7 +301,7 @@ var rootAccount = Passwd{Name: "root", Password: "x", UID: 0, GID: 0, Gecos: "ro
 // in /etc/passwd, as shadow-utils and busybox do without it), unless the
 // root has no /etc/passwd at all: a fresh root (a u-root initramfs has
 // none) gets all four, with root in them.
-func Open(root *target.Root) (*DB, error) {
+func Open(root *rootfs.Root) (*DB, error) {
 	policy, err := LoadPolicy(root)
 	if err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func (db *DB) addRootAccount() {
 	}
 }
 
-func readTable(root *target.Root, path string, nfields int) (*table, error) {
+func readTable(root *rootfs.Root, path string, nfields int) (*table, error) {
 	data, err := root.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		t := parseTable(path, nfields, nil)
@@ -391,9 +391,9 @@ func readTable(root *target.Root, path string, nfields int) (*table, error) {
 	}
 	// shadow-utils gives the rewritten file the old one's mode and owner.
 	t.mode = fi.Mode().Perm()
-	t.owner = target.KeepOwner
+	t.owner = rootfs.KeepOwner
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		t.owner = target.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+		t.owner = rootfs.Owner{UID: int(st.Uid), GID: int(st.Gid)}
 	}
 	return t, nil
 }
@@ -502,7 +502,7 @@ func (db *DB) GroupsOf(name string) []string {
 // absent user gives an error wrapping ErrNotFound. A target with no
 // /etc/passwd at all (a u-root initramfs) still has root, uid 0 with
 // /root as its home, as a fresh database gets it.
-func Lookup(root *target.Root, name string) (Passwd, error) {
+func Lookup(root *rootfs.Root, name string) (Passwd, error) {
 	data, err := root.ReadFile(PasswdFile)
 	if errors.Is(err, fs.ErrNotExist) && name == rootAccount.Name {
 		return rootAccount, nil
@@ -1016,7 +1016,7 @@ func errorsIsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // fileModeOwner returns name's mode and owner, or def and root for a file
 // that does not exist yet.
-func fileModeOwner(root *target.Root, name string, def fs.FileMode) (fs.FileMode, target.Owner) {
+func fileModeOwner(root *rootfs.Root, name string, def fs.FileMode) (fs.FileMode, rootfs.Owner) {
 	fi, err := root.Stat(name)
 	if err != nil {
 		return def, ownedBy(0, 0)

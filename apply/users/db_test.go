@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
-func openRoot(t testing.TB, dir string) *target.Root {
+func openRoot(t testing.TB, dir string) *rootfs.Root {
 	t.Helper()
-	r, err := target.Open(dir)
+	r, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

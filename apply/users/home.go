@@ -7,7 +7,7 @@ import (
 	"os"
 	"path"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // CreateHome makes p's home directory as useradd -m does: the directory
@@ -15,7 +15,7 @@ import (
 // directory with every copy owned by the user. A home that exists already
 // is left alone (useradd only warns), and so is its content. It reports
 // whether it created the directory.
-func CreateHome(root *target.Root, p Passwd, policy Policy) (bool, error) {
+func CreateHome(root *rootfs.Root, p Passwd, policy Policy) (bool, error) {
 	return makeHome(root, p, policy, false)
 }
 
@@ -24,7 +24,7 @@ func CreateHome(root *target.Root, p Passwd, policy Policy) (bool, error) {
 // made, see pendingHomesFile): it gets its owner and mode, and what of
 // the skeleton is missing, whose files were each written whole or not at
 // all.
-func makeHome(root *target.Root, p Passwd, policy Policy, resume bool) (bool, error) {
+func makeHome(root *rootfs.Root, p Passwd, policy Policy, resume bool) (bool, error) {
 	if p.Home == "" || p.Home == "/" {
 		return false, nil
 	}
@@ -61,14 +61,14 @@ func makeHome(root *target.Root, p Passwd, policy Policy, resume bool) (bool, er
 
 // setModeOwner gives the directory name (fi) mode and owner where a cut
 // left it without them (made 0700, then given its owner and mode).
-func setModeOwner(root *target.Root, name string, fi fs.FileInfo, mode fs.FileMode, owner target.Owner) error {
+func setModeOwner(root *rootfs.Root, name string, fi fs.FileInfo, mode fs.FileMode, owner rootfs.Owner) error {
 	have := statOwner(fi)
 	if (owner.UID >= 0 && owner.UID != have.UID) || (owner.GID >= 0 && owner.GID != have.GID) {
 		if err := root.Chown(name, owner); err != nil {
 			return err
 		}
 	}
-	if target.ModeBits(fi.Mode()) != target.ModeBits(mode) {
+	if rootfs.ModeBits(fi.Mode()) != rootfs.ModeBits(mode) {
 		return root.Chmod(name, mode)
 	}
 	return nil
@@ -79,7 +79,7 @@ func setModeOwner(root *target.Root, name string, fi fs.FileInfo, mode fs.FileMo
 // What is in dst already is kept: only a home a cut left half made has
 // anything there, each file whole (written atomically) and each directory
 // given its mode and owner again.
-func copyTree(root *target.Root, src, dst string, owner target.Owner) error {
+func copyTree(root *rootfs.Root, src, dst string, owner rootfs.Owner) error {
 	entries, err := root.ReadDir(src)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func copyTree(root *target.Root, src, dst string, owner target.Owner) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			dest, err := root.Readlink(from)
 			if err == nil {
-				// Left owned by root: target.Root has no lchown, and a
+				// Left owned by root: rootfs.Root has no lchown, and a
 				// link's owner grants nothing.
 				err = root.Symlink(dest, to)
 			}
@@ -136,9 +136,9 @@ func copyTree(root *target.Root, src, dst string, owner target.Owner) error {
 // ownedBy is uid:gid when seedinit runs as root. Only root can give files
 // away: an unprivileged apply (an image built as a user, a test) keeps
 // its own ids rather than fail, as write_files and the ssh module do.
-func ownedBy(uid, gid int) target.Owner {
+func ownedBy(uid, gid int) rootfs.Owner {
 	if os.Geteuid() != 0 {
-		return target.KeepOwner
+		return rootfs.KeepOwner
 	}
-	return target.Owner{UID: uid, GID: gid}
+	return rootfs.Owner{UID: uid, GID: gid}
 }

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // lockFile is glibc's lckpwdf(3) lock, which shadow-utils (useradd,
@@ -22,11 +22,11 @@ const lockTimeout = 15 * time.Second
 // write lock on /etc/.pwd.lock), waiting up to 15 seconds, so that a
 // concurrent useradd in the target never interleaves with our rewrite.
 // The returned func releases it.
-func Lock(ctx context.Context, root *target.Root) (func(), error) {
+func Lock(ctx context.Context, root *rootfs.Root) (func(), error) {
 	if err := root.MkdirAll("/etc", 0o755, ownedBy(0, 0)); err != nil {
 		return nil, fmt.Errorf("lock account database: %w", err)
 	}
-	// fcntl locks need a descriptor open for writing, which target.Root
+	// fcntl locks need a descriptor open for writing, which rootfs.Root
 	// does not hand out; the path is resolved inside the root and the last
 	// component is never followed.
 	hostPath, err := root.HostPath(lockFile)

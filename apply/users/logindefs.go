@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // settings is a key-value file of shadow-utils: /etc/login.defs
@@ -91,7 +91,7 @@ type Policy struct {
 
 // LoadPolicy reads the target's login.defs and useradd defaults; missing
 // files mean the built-in defaults.
-func LoadPolicy(root *target.Root) (Policy, error) {
+func LoadPolicy(root *rootfs.Root) (Policy, error) {
 	read := func(name string) (settings, error) {
 		data, err := root.ReadFile(name)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -123,7 +123,7 @@ func LoadPolicy(root *target.Root) (Policy, error) {
 	p.UserGroups = defs.boolean("USERGROUPS_ENAB", true)
 	umask := defs.number("UMASK", 0o22)
 	// useradd chmods the home with HOME_MODE as it is, setgid included.
-	p.HomeMode = target.UnixMode(uint32(defs.number("HOME_MODE", 0o777&^umask)) & 0o7777)
+	p.HomeMode = rootfs.UnixMode(uint32(defs.number("HOME_MODE", 0o777&^umask)) & 0o7777)
 	p.PassMinDays = defs.number("PASS_MIN_DAYS", -1)
 	p.PassMaxDays = defs.number("PASS_MAX_DAYS", -1)
 	p.PassWarnAge = defs.number("PASS_WARN_AGE", -1)

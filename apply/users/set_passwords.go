@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/shacrypt"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
@@ -342,7 +342,7 @@ func sshdRunning() bool {
 // (matched case-insensitively) gets the new value, a missing one is
 // appended, and the file is rewritten only if something changed. A target
 // without sshd_config has no sshd: nothing is written.
-func UpdateSshdConfig(root *target.Root, updates map[string]string) (bool, error) {
+func UpdateSshdConfig(root *rootfs.Root, updates map[string]string) (bool, error) {
 	main, err := root.ReadFile(SshdConfigFile)
 	if err != nil {
 		if errorsIsNotExist(err) {

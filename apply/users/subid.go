@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // The subordinate id files, in the target: the uid and gid ranges that
@@ -138,7 +138,7 @@ type subIDFile struct {
 	original []byte
 	changed  bool
 	mode     fs.FileMode
-	owner    target.Owner
+	owner    rootfs.Owner
 	// min, max and count are SUB_UID_* or SUB_GID_* of login.defs.
 	min, max, count uint64
 	// sorted is set while lines are what sorting them gives back
@@ -151,7 +151,7 @@ type subIDFile struct {
 	scanLow uint32
 }
 
-func readSubIDFile(root *target.Root, path string) *subIDFile {
+func readSubIDFile(root *rootfs.Root, path string) *subIDFile {
 	f := &subIDFile{path: path}
 	data, err := root.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -174,11 +174,11 @@ func readSubIDFile(root *target.Root, path string) *subIDFile {
 	return f
 }
 
-func statOwnerOrKeep(fi fs.FileInfo) target.Owner {
+func statOwnerOrKeep(fi fs.FileInfo) rootfs.Owner {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return target.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+		return rootfs.Owner{UID: int(st.Uid), GID: int(st.Gid)}
 	}
-	return target.KeepOwner
+	return rootfs.KeepOwner
 }
 
 func (f *subIDFile) bytes() []byte {
@@ -198,7 +198,7 @@ type subIDs struct {
 	elsewhere bool
 }
 
-func openSubIDs(root *target.Root) (*subIDs, error) {
+func openSubIDs(root *rootfs.Root) (*subIDs, error) {
 	defs, err := root.ReadFile("/etc/login.defs")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read useradd settings: %w", err)
@@ -483,7 +483,7 @@ func findFreeSubIDRangeFrom(lines []*subIDLine, from int, low, min, max uint32, 
 // pending writes a changed file's "-" backup of its previous content, as
 // shadow-utils leaves, and returns the file for the account database's
 // transaction.
-func (f *subIDFile) pending(root *target.Root) ([]pendingFile, error) {
+func (f *subIDFile) pending(root *rootfs.Root) ([]pendingFile, error) {
 	if !f.changed {
 		return nil, nil
 	}
@@ -495,7 +495,7 @@ func (f *subIDFile) pending(root *target.Root) ([]pendingFile, error) {
 		saved: func() { f.original, f.changed = data, false }}}, nil
 }
 
-func (s *subIDs) pending(root *target.Root) ([]pendingFile, error) {
+func (s *subIDs) pending(root *rootfs.Root) ([]pendingFile, error) {
 	uids, err1 := s.uids.pending(root)
 	gids, err2 := s.gids.pending(root)
 	return append(uids, gids...), errors.Join(err1, err2)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // The sudoers files cloud-init writes.
@@ -34,7 +34,7 @@ var includeDirLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCo
 // ensure_sudo_dir does: an "#includedir dir" line is added to
 // /etc/sudoers (created 0440 if missing) unless one ("#" or "@" form)
 // names dir already, and dir is made to exist with mode 0750.
-func EnsureSudoIncludeDir(root *target.Root, dir string) error {
+func EnsureSudoIncludeDir(root *rootfs.Root, dir string) error {
 	data, err := root.ReadFile(SudoersFile)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -56,7 +56,7 @@ func EnsureSudoIncludeDir(root *target.Root, dir string) error {
 			content := "# See sudoers(5) for more information on \"#include\" directives:\n\n" + header("Added") + "\n#includedir " + dir + "\n"
 			err = root.WriteFile(SudoersFile, []byte(content), 0o440, ownedBy(0, 0))
 		} else {
-			err = root.AppendFile(SudoersFile, []byte("\n"+header("Added")+"\n#includedir "+dir+"\n"), 0o440, target.KeepOwner)
+			err = root.AppendFile(SudoersFile, []byte("\n"+header("Added")+"\n#includedir "+dir+"\n"), 0o440, rootfs.KeepOwner)
 		}
 		if err != nil {
 			return fmt.Errorf("include %s in sudoers: %w", dir, err)
@@ -106,7 +106,7 @@ func SudoRules(value any) ([]string, error) {
 // user a blank line, "# User rules for NAME" and "NAME RULE" lines. Where
 // cloud-init appends again on every new instance, a user's block that is
 // there already is replaced in place, so re-running never duplicates it.
-func WriteSudoRules(root *target.Root, user string, rules []string, file string) error {
+func WriteSudoRules(root *rootfs.Root, user string, rules []string, file string) error {
 	if err := writeSudoRules(root, []SudoBlock{{User: user, Rules: rules}}, file); err != nil {
 		return fmt.Errorf("write sudo rules for %s: %w", user, err)
 	}
@@ -123,7 +123,7 @@ type SudoBlock struct {
 // user after the other, but reads and writes file once: written per user,
 // the file is rewritten whole for each, O(users²) in bytes and a flushed
 // file per user.
-func writeSudoRules(root *target.Root, blocks []SudoBlock, file string) error {
+func writeSudoRules(root *rootfs.Root, blocks []SudoBlock, file string) error {
 	if len(blocks) == 0 {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // The account files change together, as one transaction: a user names
@@ -21,7 +21,7 @@ import (
 // No order of the writes avoids that: shadow-utils' useradd writes passwd
 // and shadow first (a user whose group is missing), systemd-sysusers
 // groups first (a group without its user), and each relies on a run that
-// finds the other half. So the changed files go in one target.Batch: all
+// finds the other half. So the changed files go in one rootfs.Batch: all
 // of them are staged and flushed, a journal is made durable, then they
 // are renamed into place, and the next Open finishes a journal a cut left
 // (every renamed file new) or throws away what was staged without one
@@ -47,7 +47,7 @@ type pendingFile struct {
 	path  string
 	data  []byte
 	mode  fs.FileMode
-	owner target.Owner
+	owner rootfs.Owner
 	// remove is set to remove the file rather than write it.
 	remove bool
 	saved  func()
@@ -55,7 +55,7 @@ type pendingFile struct {
 
 // recoverAccounts finishes or undoes the account transaction a power cut
 // stopped. It reports whether one was finished.
-func recoverAccounts(root *target.Root) (bool, error) {
+func recoverAccounts(root *rootfs.Root) (bool, error) {
 	done, err := root.RecoverBatch("/etc", accountsJournal)
 	if err != nil {
 		return false, fmt.Errorf("read account database: %w", err)
@@ -66,7 +66,7 @@ func recoverAccounts(root *target.Root) (bool, error) {
 // saveTogether writes files as one transaction when they are all in /etc
 // (symlinks resolved), as they are but on unusual systems; otherwise one
 // by one, groups first, as before transactions.
-func saveTogether(root *target.Root, files []pendingFile) error {
+func saveTogether(root *rootfs.Root, files []pendingFile) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -133,7 +133,7 @@ type pendingHomes struct {
 	original string
 }
 
-func readPendingHomes(root *target.Root) (*pendingHomes, error) {
+func readPendingHomes(root *rootfs.Root) (*pendingHomes, error) {
 	data, err := root.ReadFile(pendingHomesFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read account database: %w", err)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // Plug loads the modules of the machine's devices as udev would, without

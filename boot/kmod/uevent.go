@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // Rescan is sent on a Uevents channel when the kernel's events overflowed

@@ -18,8 +18,8 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -114,7 +114,7 @@ func runStages(verb, rootDir, seedDir, stageName string, decide decideFunc, out 
 		}
 		stageList = []apply.Stage{st}
 	}
-	root, err := target.Open(rootDir)
+	root, err := rootfs.Open(rootDir)
 	if err != nil {
 		return fail(stderr, "%s: %v", verb, err)
 	}
@@ -187,7 +187,7 @@ func runStages(verb, rootDir, seedDir, stageName string, decide decideFunc, out 
 	})
 	elapsed := time.Since(start)
 	// The log is kept in the target like cloud-init.log, appended per run.
-	if werr := root.AppendFile("/var/log/seedinit.log", logBuf.Bytes(), 0o640, target.KeepOwner); werr != nil {
+	if werr := root.AppendFile("/var/log/seedinit.log", logBuf.Bytes(), 0o640, rootfs.KeepOwner); werr != nil {
 		fmt.Fprintf(stderr, "seedinit: %s: keep the log: %v\n", verb, werr)
 	}
 	if err != nil {
@@ -231,7 +231,7 @@ func printReport(w io.Writer, r *stages.Report, elapsed time.Duration) {
 	fmt.Fprintf(w, "total %s\n", ms(elapsed))
 }
 
-func changedPaths(changes []target.Change) string {
+func changedPaths(changes []rootfs.Change) string {
 	seen := map[string]bool{}
 	var paths []string
 	for _, c := range changes {

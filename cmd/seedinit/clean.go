@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 func runClean(args []string, stdout, stderr io.Writer) int {
@@ -16,7 +16,7 @@ func runClean(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	root, err := target.Open(*rootDir)
+	root, err := rootfs.Open(*rootDir)
 	if err != nil {
 		return fail(stderr, "clean: %v", err)
 	}

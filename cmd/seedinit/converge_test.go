@@ -16,7 +16,7 @@ import (
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -47,7 +47,7 @@ func TestApplyAfterCrashConverges(t *testing.T) {
 
 	runAll := func(dir string, crash bool) {
 		t.Helper()
-		root, err := target.Open(dir)
+		root, err := rootfs.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

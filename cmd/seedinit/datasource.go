@@ -11,14 +11,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/ds"
 )
 
 // datasourceEnv is the datasource search's view of this machine, with
 // /etc/cloud read from root.
 func datasourceEnv(rootDir string, debug bool, stderr io.Writer) (*ds.Env, func(), error) {
-	root, err := target.Open(rootDir)
+	root, err := rootfs.Open(rootDir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/seed/ds"
 )
@@ -64,7 +64,7 @@ func vendorRoot(t *testing.T, url string, withNoCloud, seeded bool) *ds.Env {
 		write("var/lib/cloud/seed/nocloud/meta-data", "instance-id: local-1\n")
 		write("var/lib/cloud/seed/nocloud/user-data", "#cloud-config\n{}\n")
 	}
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )

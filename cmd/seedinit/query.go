@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply/query"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 func runQuery(args []string, stdout, stderr io.Writer) int {
@@ -26,7 +26,7 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 0 && !*all && !*listKeys {
 		return fail(stderr, "query: give a KEY (such as v1.instance_id), --all or --list-keys")
 	}
-	root, err := target.Open(*rootDir)
+	root, err := rootfs.Open(*rootDir)
 	if err != nil {
 		return fail(stderr, "query: %v", err)
 	}

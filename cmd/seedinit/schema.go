@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/seedinit/seedinit/apply/schema"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/mime"
 )
 
@@ -34,7 +34,7 @@ func runSchema(args []string, stdout, stderr io.Writer) int {
 		}
 		reports = append(reports, rep)
 	case *system && file == "":
-		root, err := target.Open(*rootDir)
+		root, err := rootfs.Open(*rootDir)
 		if err != nil {
 			return fail(stderr, "schema: %v", err)
 		}

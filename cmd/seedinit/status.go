@@ -16,7 +16,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // statusSummary is what seedinit's own callers want from status.json
@@ -44,7 +44,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		*format = "json"
 	}
-	root, err := target.Open(*rootDir)
+	root, err := rootfs.Open(*rootDir)
 	if err != nil {
 		return fail(stderr, "status: %v", err)
 	}
@@ -82,7 +82,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 // summarize reads status.json the way `cloud-init status` does: "not run"
 // without one, "running" while a stage has started and not finished,
 // "error" when any stage recorded errors, else "done".
-func summarize(root *target.Root) (*statusSummary, error) {
+func summarize(root *rootfs.Root) (*statusSummary, error) {
 	sum := &statusSummary{Errors: []string{}, RecoverableErrors: map[string][]string{}}
 	st, err := stages.ReadStatus(root)
 	if errors.Is(err, fs.ErrNotExist) {

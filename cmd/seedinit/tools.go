@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/seedinit/seedinit/apply/disk"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup"
 )
 
@@ -96,16 +96,16 @@ func writeConverted(outDir string, files map[string][]byte) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	root, err := target.Open(outDir)
+	root, err := rootfs.Open(outDir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	for _, n := range names {
-		if err := root.MkdirAll(path.Dir(n), 0o755, target.KeepOwner); err != nil {
+		if err := root.MkdirAll(path.Dir(n), 0o755, rootfs.KeepOwner); err != nil {
 			return fmt.Errorf("write under %s: %w", outDir, err)
 		}
-		if err := root.WriteFile(n, files[n], 0o644, target.KeepOwner); err != nil {
+		if err := root.WriteFile(n, files[n], 0o644, rootfs.KeepOwner); err != nil {
 			return fmt.Errorf("write under %s: %w", outDir, err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // A panic in every NIC's exchange made AcquireAny return no lease and no

@@ -12,7 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // Options bound a DHCP exchange.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/link"
 	"github.com/seedinit/seedinit/netup/model"

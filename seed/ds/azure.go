@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/seedinit/seedinit/internal/earlyrand"
 	"github.com/seedinit/seedinit/seed"
-	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // AzureIMDSURL is Azure's instance metadata endpoint.

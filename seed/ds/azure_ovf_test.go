@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/shacrypt"
 
 	"github.com/seedinit/seedinit/internal/testenv"
@@ -220,7 +220,7 @@ func TestAzureOvfSearch(t *testing.T) {
 		}
 		return data
 	}
-	newRoot := func(files map[string][]byte) *target.Root {
+	newRoot := func(files map[string][]byte) *rootfs.Root {
 		dir := t.TempDir()
 		for p, data := range files {
 			full := filepath.Join(dir, p)
@@ -231,7 +231,7 @@ func TestAzureOvfSearch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		root, err := target.Open(dir)
+		root, err := rootfs.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
@@ -102,7 +102,7 @@ const (
 // max_redirects} from the target's cloud.cfg and cloud.cfg.d/*.cfg. A
 // file that does not parse is reported and the others still count. root
 // may be nil (no target: defaults).
-func LoadConfig(root *target.Root) (Config, error) {
+func LoadConfig(root *rootfs.Root) (Config, error) {
 	merged := map[string]any{}
 	if root == nil {
 		return parseConfig(merged)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // fixture reads a file of testdata/.
@@ -37,7 +37,7 @@ func openStackTree(t *testing.T, versions ...string) map[string]string {
 // newTestEnv is an Env over a fresh target root with the given fakes.
 func newTestEnv(t *testing.T, devices FileDevices, dmi MapDMI, cmdline string) *Env {
 	t.Helper()
-	root, err := target.Open(t.TempDir())
+	root, err := rootfs.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +48,10 @@ func newTestEnv(t *testing.T, devices FileDevices, dmi MapDMI, cmdline string) *
 func writeTarget(t *testing.T, env *Env, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
-		if err := env.Root.MkdirAll(filepath.Dir(name), 0o755, target.Owner{}); err != nil {
+		if err := env.Root.MkdirAll(filepath.Dir(name), 0o755, rootfs.Owner{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Root.WriteFile(name, []byte(content), 0o644, target.Owner{}); err != nil {
+		if err := env.Root.WriteFile(name, []byte(content), 0o644, rootfs.Owner{}); err != nil {
 			t.Fatal(err)
 		}
 	}

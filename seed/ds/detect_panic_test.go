@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 	"github.com/seedinit/seedinit/seed"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -77,7 +77,7 @@ type Datasource interface {
 type Env struct {
 	// Root is the target root, for the seed directories
 	// (/var/lib/cloud/seed/...); nil means there is none.
-	Root *target.Root
+	Root *rootfs.Root
 	// DMI reads SMBIOS fields; nil reads nothing.
 	DMI DMI
 	// Cmdline is the kernel command line (/proc/cmdline).

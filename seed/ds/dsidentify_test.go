@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
@@ -349,7 +349,7 @@ func refusingFetcher(t *testing.T) *Fetcher {
 // sources it did not rule out, in the order it tried them.
 func seedinitCandidates(t *testing.T, rootDir string, tc identifyCase) []string {
 	t.Helper()
-	root, err := target.Open(rootDir)
+	root, err := rootfs.Open(rootDir)
 	if err != nil {
 		t.Fatalf("open target root %s: %v", rootDir, err)
 	}

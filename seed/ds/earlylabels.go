@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // EarlyLabels reads the label of each block device as the device appears,

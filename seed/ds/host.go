@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/target"
 	"github.com/seedinit/seedinit/internal/devprobe"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -291,7 +291,7 @@ func openFile(p string) (io.ReaderAt, int64, io.Closer, error) {
 // for none): sysfs DMI and block devices, /proc/cmdline, and the
 // target's datasource config. A config that does not parse is returned as
 // an error beside a usable Env.
-func HostEnv(root *target.Root, log *slog.Logger) (*Env, error) {
+func HostEnv(root *rootfs.Root, log *slog.Logger) (*Env, error) {
 	cmdline, _ := os.ReadFile("/proc/cmdline")
 	cfg, err := LoadConfig(root)
 	hvUUID, _ := os.ReadFile("/sys/hypervisor/uuid")
@@ -317,7 +317,7 @@ type fileTree interface {
 // rootTree reads a directory inside the target root, with the size cap
 // disk images have.
 type rootTree struct {
-	root *target.Root
+	root *rootfs.Root
 	dir  string
 }
 

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -22,7 +22,7 @@ func TestRootTreeRefusesPipes(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(seedDir, "user-data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := target.Open(dir)
+	root, err := rootfs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

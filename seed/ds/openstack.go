@@ -15,8 +15,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/seedinit/seedinit/internal/earlyrand"
 	"github.com/seedinit/seedinit/seed"
-	"github.com/seedinit/seedinit/seed/earlyrand"
 )
 
 // openStackVersions are the metadata versions cloud-init 22.4 knows,

@@ -3,7 +3,7 @@ package ds
 import (
 	"context"
 
-	"github.com/seedinit/seedinit/boot/safego"
+	"github.com/seedinit/seedinit/internal/safego"
 )
 
 // firstAnswer opens every metadata base URL at once (open is the cheap

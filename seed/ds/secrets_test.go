@@ -15,7 +15,7 @@ import (
 	_ "github.com/seedinit/seedinit/apply/all"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
 )
 
 // The secrets a seed of these channels carries. Some may land in files
@@ -175,5 +175,5 @@ func prepareAccounts(t *testing.T, dir string) {
 	}
 	os.MkdirAll(filepath.Join(dir, "etc/cloud"), 0o755)
 	os.WriteFile(filepath.Join(dir, "etc/cloud/cloud.cfg"), []byte("system_info:\n  default_user: {name: admin, lock_passwd: false}\n"), 0o644)
-	_ = target.KeepOwner
+	_ = rootfs.KeepOwner
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/seedinit/seedinit/seed/earlyrand"
+	"github.com/seedinit/seedinit/internal/earlyrand"
 )
 
 // Part is one attachment: -a FILENAME:TYPE.

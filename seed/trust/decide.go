@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 )
 
 // ReadSigningKey reads an unencrypted Ed25519 private key in OpenSSH's

@@ -26,7 +26,7 @@ import (
 	"hash"
 	"strings"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 )
 
 // Namespace is the sshsig namespace of seed manifest signatures:

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 )
 
 func newKey(t *testing.T) (ed25519.PrivateKey, Keys) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/netup/parse"
 	"github.com/seedinit/seedinit/netup/render"

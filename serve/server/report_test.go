@@ -14,9 +14,9 @@ import (
 
 	_ "github.com/seedinit/seedinit/apply/all"
 	"github.com/seedinit/seedinit/apply/applytest"
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/apply/target"
+	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
@@ -104,7 +104,7 @@ func TestReportURLRoundTrip(t *testing.T) {
 			if got, from, err := stages.ReportURL(nil, applied); got != want || err != nil {
 				t.Fatalf("report URL of the applied seed: %q from %q (%v), want %q", got, from, err, want)
 			}
-			root, err := target.Open(t.TempDir())
+			root, err := rootfs.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedinit/seedinit/apply/ssh/sshkey"
+	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"

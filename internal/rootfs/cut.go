@@ -1,10 +1,10 @@
-package target
+package rootfs
 
 import (
 	"encoding/hex"
 	"errors"
 
-	"github.com/seedinit/seedinit/seed/earlyrand"
+	"github.com/seedinit/seedinit/internal/earlyrand"
 )
 
 // ErrPowerCut is what every change of a Root returns once StopAfter's

@@ -1,4 +1,4 @@
-// Package target is the one door through which seedinit changes a root
+// Package rootfs is the one door through which seedinit changes a root
 // filesystem: the running system's "/", an initramfs's /sysroot, or a test's
 // temporary directory.
 //
@@ -11,7 +11,7 @@
 // labels of the file it replaces, is flushed to disk and is renamed over the
 // old one, so a reader sees the old file or the new, never a mix, even after
 // a power cut; Sync makes a batch of renames durable.
-package target
+package rootfs
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/seed/earlyrand"
+	"github.com/seedinit/seedinit/internal/earlyrand"
 )
 
 // maxSymlinks matches the kernel's MAXSYMLINKS: deeper chains are loops.
