@@ -7,6 +7,7 @@ import (
 
 	"github.com/seedinit/seedinit/apply"
 	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/live"
 	"github.com/seedinit/seedinit/netup/model"
 )
@@ -34,7 +35,7 @@ type osNetwork struct {
 func detectOSNetwork(root *rootfs.Root) (osNetwork, bool) {
 	has := func(name string) bool { _, ok := apply.LookPath(root, name); return ok }
 	exists := func(paths ...string) bool { return slices.ContainsFunc(paths, root.Exists) }
-	dhcpClient := has("dhclient") || has("udhcpc") || has("dhcpcd") || has("pump")
+	dhcpClient := slices.ContainsFunc(dhcp.IPv4Clients(), has)
 	switch {
 	case exists("/lib/systemd/systemd-networkd", "/usr/lib/systemd/systemd-networkd"):
 		return osNetwork{name: "systemd-networkd", dhcp: true}, true

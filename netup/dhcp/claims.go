@@ -30,6 +30,20 @@ var nicClients = map[string]bool{
 	"dhclient": true, "dhclient3": true, "dhcpcd": true, "udhcpc": true, "udhcpc6": true, "pump": true, "odhcp6c": true,
 }
 
+// IPv4Clients are the DHCP clients by executable name that take IPv4
+// for the NICs they are given: what a root's network service (ifupdown,
+// network-scripts) needs one of to bring up a DHCP interface. Sorted.
+func IPv4Clients() []string {
+	var out []string
+	for name := range nicClients {
+		if slices.Contains(familiesOf(name, nil), 4) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // wholeMachineClients manage every NIC they find from their own config,
 // for the families given.
 var wholeMachineClients = map[string][]int{
