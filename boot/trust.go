@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/seed"
-	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -97,7 +97,7 @@ func saveTrustRecord(dir string, d *trust.Decision) error {
 	if err != nil {
 		return err
 	}
-	return ds.WriteFileAtomic(filepath.Join(dir, trustRecordFile), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(dir, trustRecordFile), append(b, '\n'), 0o600)
 }
 
 // KeptTrust is the decision kept with the seed in SeedCacheDir (nil when

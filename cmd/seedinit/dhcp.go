@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/live"
 	"github.com/seedinit/seedinit/netup/model"
@@ -187,7 +188,7 @@ func writeNetwork(path string, n *model.Network) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b, 0o600)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // runningFromDeletedFile says whether this program's file is gone (the

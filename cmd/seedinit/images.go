@@ -14,6 +14,7 @@ import (
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
@@ -75,7 +76,7 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
-	if err := writeFileAtomic(*outFile, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.Write(*outFile, buf.Bytes(), 0o644); err != nil {
 		return fail(stderr, "initramfs build: %v", err)
 	}
 	fmt.Fprintf(stdout, "%s: %d bytes, %d files, %d modules", *outFile, buf.Len(), rep.Files, len(rep.Modules))
@@ -87,15 +88,6 @@ func runInitramfs(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedinit: initramfs build: not in this kernel: %s\n", strings.Join(rep.Missing, " "))
 	}
 	return exitOK
-}
-
-// writeFileAtomic writes a host file (not a target's) via rename.
-func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, name)
 }
 
 // runSeed is `seedinit seed build`: NoCloud and config-drive images as

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/images/seedimg"
+	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
@@ -196,7 +197,7 @@ func runSeedSign(args []string, stdout, stderr io.Writer) int {
 			name string
 			data []byte
 		}{{seed.ManifestSignatureFile, sig}, {seed.ManifestFile, body}} {
-			if err := writeFileAtomic(filepath.Join(d.dir, f.name), f.data, 0o644); err != nil {
+			if err := atomicfile.Write(filepath.Join(d.dir, f.name), f.data, 0o644); err != nil {
 				return fail(stderr, "seed sign: %v", err)
 			}
 		}

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/internal/safego"
 )
 
@@ -424,7 +425,7 @@ func (k *keeper) refreshResolvConf(iface string, l keptLease) {
 	if err != nil || bytes.Equal(have, want) || !sameHeader(have, want) {
 		return
 	}
-	if err := writeFileAtomic(k.opts.ResolvConf, want, 0o644); err != nil {
+	if err := atomicfile.Write(k.opts.ResolvConf, want, 0o644); err != nil {
 		k.opts.Log.Warn("dhcp: update resolv.conf from the lease", "interface", iface, "file", k.opts.ResolvConf, "error", err.Error())
 		return
 	}
@@ -435,31 +436,6 @@ func (k *keeper) refreshResolvConf(iface string, l keptLease) {
 func sameHeader(a, b []byte) bool {
 	i := bytes.IndexByte(b, '\n')
 	return i > 0 && bytes.HasPrefix(a, b[:i+1])
-}
-
-// writeFileAtomic writes data beside path and renames it over path.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // KeepState is what the keeper holds, as JSON: PID 1 writes it for the
@@ -536,7 +512,7 @@ func (st *KeepState) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'), 0o600)
+	return atomicfile.Write(path, append(b, '\n'), 0o600)
 }
 
 // ReadKeepState reads a state file written by Write.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/seed"
 )
 
@@ -42,7 +43,7 @@ func FetchToDir(s *seed.Seed, dir string) error {
 			}
 			continue
 		}
-		if err := WriteFileAtomic(p, data); err != nil {
+		if err := atomicfile.Write(p, data, 0o600); err != nil {
 			errs = append(errs, fmt.Errorf("write seed file %s: %w", p, err))
 		}
 	}
@@ -50,7 +51,7 @@ func FetchToDir(s *seed.Seed, dir string) error {
 	for name, data := range files {
 		if !slices.Contains(seedFileNames, name) {
 			p := filepath.Join(dir, name)
-			if err := WriteFileAtomic(p, data); err != nil {
+			if err := atomicfile.Write(p, data, 0o600); err != nil {
 				errs = append(errs, fmt.Errorf("write seed file %s: %w", p, err))
 			}
 		}
@@ -207,29 +208,4 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
-}
-
-// WriteFileAtomic writes a seed file (mode 0600) whole or not at all.
-func WriteFileAtomic(p string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
 }

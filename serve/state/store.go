@@ -9,6 +9,8 @@
 package state
 
 import (
+	"github.com/seedinit/seedinit/internal/atomicfile"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -353,7 +355,7 @@ func (s *FileStore) write(r Record) error {
 	if err != nil {
 		return fmt.Errorf("update state of %s: %w", r.Instance, err)
 	}
-	if err := writeAtomic(filepath.Join(s.dir, r.Instance+recordSuffix), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(s.dir, r.Instance+recordSuffix), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("update state of %s: %w", r.Instance, err)
 	}
 	s.mu.Lock()
@@ -461,37 +463,6 @@ func (s *FileStore) Close() error {
 		err = errors.Join(s.flush(), bg)
 	})
 	return err
-}
-
-// writeAtomic replaces name with data: a temporary file beside it,
-// synced, renamed over it, and the folder synced so that the rename
-// survives a crash too.
-func writeAtomic(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 var _ Store = (*FileStore)(nil)
