@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/apply/disk/disktest"
+	"github.com/seedinit/seedinit/internal/disktest"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/seedinit/seedinit/apply"
-	"github.com/seedinit/seedinit/apply/disk/disktest"
+	"github.com/seedinit/seedinit/internal/disktest"
 )
 
 // On a real loop device the new partitions must reach the kernel: this

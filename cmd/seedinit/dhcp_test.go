@@ -14,10 +14,10 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/internal/testenv"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // The lease keeper is started by PID 1, but a person may run it by hand:

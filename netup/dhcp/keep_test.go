@@ -21,7 +21,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/server4"
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/netup/nstest"
+	"github.com/seedinit/seedinit/internal/nstest"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/netup/nstest"
+	"github.com/seedinit/seedinit/internal/nstest"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )

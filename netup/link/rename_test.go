@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // fakeOps is a set of links in memory; failOn makes one rename fail.

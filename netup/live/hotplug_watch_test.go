@@ -13,9 +13,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // subscriptionsLeft counts the netlink library's goroutines that deliver

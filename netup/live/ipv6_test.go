@@ -14,9 +14,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/nstest"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/netup/nstest"
+	"github.com/seedinit/seedinit/internal/nstest"
 )
 
 func TestLinkLocalFor(t *testing.T) {

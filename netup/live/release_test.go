@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/netup"
 	"github.com/seedinit/seedinit/netup/model"
-	"github.com/seedinit/seedinit/netup/nstest"
 )
 
 // What Apply configured is taken back from the interfaces handed to the

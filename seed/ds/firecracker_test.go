@@ -16,7 +16,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/netup/nstest"
+	"github.com/seedinit/seedinit/internal/nstest"
 )
 
 // fakeMMDS is Firecracker's MMDS version 2 as its documentation and

@@ -11,7 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/seedinit/seedinit/netup/nstest"
+	"github.com/seedinit/seedinit/internal/nstest"
 )
 
 // addV6 puts an address on a link, without duplicate address detection
