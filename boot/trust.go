@@ -3,7 +3,6 @@ package boot
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -19,13 +18,6 @@ import (
 // from the system it trusts, raises the policy by seedinit.trust= where
 // it boots, decides with trust.Decide, logs each part's verdict and
 // reports the decision in status.json.
-
-// The anchor's files, where `seedinit initramfs build --trust-key
-// --trust-policy` bakes them.
-const (
-	TrustedKeysPath = trust.KeysFile
-	TrustPolicyPath = trust.PolicyFile
-)
 
 // TrustAnchor is the anchor of a run whose trust lives in the system at
 // dir (described by where), raised by cmdline's seedinit.trust=.
@@ -46,35 +38,6 @@ func CmdlineReportURL() string {
 	return opts.Report
 }
 
-// DecideTrust makes the one trust decision over sd under a on this
-// machine (its facts read from /sys), logs it (never a part's content)
-// and returns the seed to apply.
-func DecideTrust(sd *seed.Seed, a trust.Anchor, log *slog.Logger) (*seed.Seed, *trust.Decision) {
-	applied, d := trust.Decide(sd, a, trust.ReadFacts("/sys"))
-	LogTrust(d, log)
-	return applied, d
-}
-
-// LogTrust logs a decision: each part's verdict and each problem.
-func LogTrust(d *trust.Decision, log *slog.Logger) {
-	if d == nil || d.Policy == trust.Off.String() {
-		return
-	}
-	for _, p := range d.Problems {
-		log.Warn("seed trust", "policy", d.Policy, "problem", p)
-	}
-	for _, f := range d.Parts {
-		switch f.Verdict {
-		case trust.Trusted:
-			log.Info("seed part trusted", "part", f.Part, "detail", f.Detail, "manifest", d.Manifest)
-		case trust.NotApplied:
-			log.Error("seed part not applied", "part", f.Part, "policy", d.Policy, "why", f.Detail)
-		default:
-			log.Warn("seed part applied unverified", "part", f.Part, "policy", d.Policy, "why", f.Detail)
-		}
-	}
-}
-
 // decideSeedTrust is PID 1's decision: its anchor is in "/", the
 // initramfs it runs from or the root it is /sbin/init of.
 func (p *PID1) decideSeedTrust(sd *seed.Seed) (*seed.Seed, *trust.Decision) {
@@ -84,7 +47,7 @@ func (p *PID1) decideSeedTrust(sd *seed.Seed) (*seed.Seed, *trust.Decision) {
 	}
 	a := trust.ReadAnchor("/", where)
 	a.Raise(p.Opts.Trust, "seedinit.trust= on the kernel command line")
-	return DecideTrust(sd, a, p.Log)
+	return trust.DecideHere(sd, a, p.Log)
 }
 
 // trustRecordFile keeps the decision beside the seed PID 1 (or a run's

@@ -43,7 +43,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "apply: %v", err)
 	}
 	decide := func(_ string, sd *seed.Seed, log *slog.Logger) (*seed.Seed, *trust.Decision, bool) {
-		applied, d := boot.DecideTrust(sd, anchor, log)
+		applied, d := trust.DecideHere(sd, anchor, log)
 		return applied, d, false
 	}
 	return runStages("apply", *rootDir, *seedDir, *stageName, decide, out, stdout, stderr)

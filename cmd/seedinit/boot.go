@@ -131,12 +131,12 @@ func runDecision(rootDir string, searched bool) decideFunc {
 		} else if d != nil {
 			if p, err := trust.ParsePolicy(d.Policy); err == nil && p >= a.Policy {
 				if !searched {
-					boot.LogTrust(d, log)
+					trust.Log(d, log)
 				}
 				return sd, d, !searched
 			}
 		}
-		applied, d := boot.DecideTrust(sd, a, log)
+		applied, d := trust.DecideHere(sd, a, log)
 		return applied, d, false
 	}
 }
@@ -231,7 +231,7 @@ func searchSeed(rootDir, stageName string, withDHCP, debug bool, stderr io.Write
 	}
 	// Decided here, as PID 1 decides, before anything of it is kept: the
 	// later stages apply what the decision let through, and report it.
-	sd, decision := boot.DecideTrust(res.Seed, runAnchor(rootDir), stderrLogger(debug, stderr))
+	sd, decision := trust.DecideHere(res.Seed, runAnchor(rootDir), stderrLogger(debug, stderr))
 	if err := boot.SaveSeed(sd, decision); err != nil {
 		return fail(stderr, "run: keep the seed: %v", err), takeDown
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/images/initramfs"
 	"github.com/seedinit/seedinit/images/seedimg"
 	"github.com/seedinit/seedinit/internal/atomicfile"
@@ -192,14 +191,14 @@ func trustExtras(keyFiles []string, policy string) ([]initramfs.Extra, error) {
 		if keys.Len() == 0 {
 			return nil, fmt.Errorf("--trust-key: no key in %s", strings.Join(keyFiles, ", "))
 		}
-		out = append(out, initramfs.Extra{Dst: boot.TrustedKeysPath, Data: keys.Bytes()})
+		out = append(out, initramfs.Extra{Dst: trust.KeysFile, Data: keys.Bytes()})
 	}
 	if policy != "" {
 		p, err := trust.ParsePolicy(policy)
 		if err != nil {
 			return nil, fmt.Errorf("--trust-policy: %w", err)
 		}
-		out = append(out, initramfs.Extra{Dst: boot.TrustPolicyPath, Data: []byte(p.String() + "\n")})
+		out = append(out, initramfs.Extra{Dst: trust.PolicyFile, Data: []byte(p.String() + "\n")})
 	}
 	return out, nil
 }
