@@ -47,7 +47,7 @@ crash: ## cut the power (SIGKILL of QEMU, disk cache=none) 25 times in a first b
 e2e-arm64: ## boot Debian's arm64 kernel in qemu-system-aarch64 with seedinit's arm64 initramfs (NoCloud)
 	scripts/e2e-arm64
 
-lint: ## gofmt, go vet (amd64, arm64 and 32-bit 386), and staticcheck when it can be installed
+lint: ## gofmt, go vet (amd64, arm64 and 32-bit 386), staticcheck when it can be installed, and the repository's shape: imports run down, docs linked (internal/repocheck)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -55,6 +55,7 @@ lint: ## gofmt, go vet (amd64, arm64 and 32-bit 386), and staticcheck when it ca
 	GOARCH=386 $(GO) vet ./...
 	@if scripts/staticcheck -version >/dev/null 2>&1; then scripts/staticcheck ./...; \
 	  else echo "lint: staticcheck not available, skipped"; fi
+	$(GO) test -count=1 ./internal/repocheck
 
 demo: build ## apply the bundled appliance seed to a fresh root, then boot it as a Debian appliance in QEMU and log in over SSH
 	scripts/demo
