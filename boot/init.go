@@ -26,6 +26,7 @@ import (
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/kept"
 	"github.com/seedinit/seedinit/seed/ds"
 )
 
@@ -34,7 +35,7 @@ import (
 const (
 	RunDir       = "/run/seedinit"
 	TimelinePath = RunDir + "/timeline.json"
-	SeedCacheDir = RunDir + "/seed"
+	SeedCacheDir = kept.Dir
 	sysroot      = "/sysroot"
 )
 
@@ -628,7 +629,7 @@ func (p *PID1) provision() error {
 	}
 	p.Timeline.Do("network config, live", func() error { return p.applyNetworkLive(sd) })
 	p.writeRootResolvConf(root)
-	if err := SaveSeed(sd, decision); err != nil {
+	if err := kept.Save(sd, decision); err != nil {
 		p.Log.Warn("keep seed for the final stage", "error", err.Error())
 		p.provisionFailed("keep the seed for the final stage: " + err.Error())
 	} else {

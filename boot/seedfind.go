@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +20,6 @@ import (
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
-	"github.com/seedinit/seedinit/seed/trust"
 )
 
 // findSeed runs the datasource search: the local sources first (seed
@@ -234,31 +232,6 @@ func (p *PID1) dropEphemeral(res *live.Result) {
 		}
 		p.Log.Info("ephemeral lease taken off: the config does not run DHCP here", "interface", l.Interface, "address", l.Address.String())
 	}
-}
-
-// SaveSeed keeps the seed in NoCloud layout under /run/seedinit/seed for
-// the final stage, which runs after the handoff in another process, with
-// the datasource's name beside it so status and final_message still name
-// the real source, and the trust decision that let it through (written
-// last: a seed without its decision is decided again).
-func SaveSeed(s *seed.Seed, d *trust.Decision) error {
-	// /run/seedinit is for everyone (the timeline, seedinit itself); the
-	// seed below it, which may hold secrets, for root only.
-	if err := os.MkdirAll(RunDir, 0o755); err != nil {
-		return err
-	}
-	if err := os.Remove(filepath.Join(SeedCacheDir, trustRecordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err := ds.FetchToDir(s, SeedCacheDir); err != nil {
-		return err
-	}
-	for name, v := range map[string]string{"datasource": s.Datasource, "subplatform": s.Subplatform} {
-		if err := os.WriteFile(filepath.Join(SeedCacheDir, name), []byte(v+"\n"), 0o600); err != nil {
-			return err
-		}
-	}
-	return saveTrustRecord(SeedCacheDir, d)
 }
 
 // FindRoot resolves root= specs: /dev paths as they are, and LABEL=,

@@ -1,12 +1,6 @@
 package boot
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/seedinit/seedinit/internal/atomicfile"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -48,56 +42,4 @@ func (p *PID1) decideSeedTrust(sd *seed.Seed) (*seed.Seed, *trust.Decision) {
 	a := trust.ReadAnchor("/", where)
 	a.Raise(p.Opts.Trust, "seedinit.trust= on the kernel command line")
 	return trust.DecideHere(sd, a, p.Log)
-}
-
-// trustRecordFile keeps the decision beside the seed PID 1 (or a run's
-// search) kept for the later stages, which apply it as it was decided.
-const trustRecordFile = "seedinit-trust.json"
-
-// saveTrustRecord writes d beside the kept seed in dir.
-func saveTrustRecord(dir string, d *trust.Decision) error {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(dir, trustRecordFile), append(b, '\n'), 0o600)
-}
-
-// KeptTrust is the decision kept with the seed in SeedCacheDir (nil when
-// none is there), for the stages that run from that seed: the seed there
-// is what the decision let through. Only that directory's record counts:
-// a seed directory anyone else hands over is decided again.
-func KeptTrust(seedDir string) (*trust.Decision, error) {
-	same, err := sameDir(seedDir, SeedCacheDir)
-	if err != nil || !same {
-		return nil, nil
-	}
-	b, err := seed.ReadSeedFile(filepath.Join(SeedCacheDir, trustRecordFile), 1<<20)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var d trust.Decision
-	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(SeedCacheDir, trustRecordFile), err)
-	}
-	return &d, nil
-}
-
-// sameDir says whether a and b are the same directory, by identity.
-func sameDir(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if os.IsNotExist(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/kept"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
 )
@@ -34,7 +35,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("seedinit run", flag.ContinueOnError)
 	rootDir := fs.String("root", "/", "target root directory")
-	seedDir := fs.String("seed", "", "seed directory (default: "+boot.SeedCacheDir+", then /var/lib/cloud/seed/nocloud)")
+	seedDir := fs.String("seed", "", "seed directory (default: "+kept.Dir+", then /var/lib/cloud/seed/nocloud)")
 	stageName := fs.String("stage", "all", "stage to run: local, network, config, final or all; none with --keep-self")
 	afterHandoff := fs.Bool("after-handoff", false, "wait until PID 1 is the real init and the root is writable before running (used by PID 1 for the final stage)")
 	waitMounts := fs.String("wait-for-mounts", "", "with --after-handoff, also wait until these comma-separated mount points (in --root) are mounted")
@@ -61,7 +62,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		loadModulesInInitramfs(*rootDir, *out.debug, stderr)
 	}
 	if *seedDir == "" && !keepOnly {
-		for _, d := range []string{boot.SeedCacheDir, filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud"), filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud-net")} {
+		for _, d := range []string{kept.Dir, filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud"), filepath.Join(*rootDir, "var/lib/cloud/seed/nocloud-net")} {
 			if _, err := os.Stat(filepath.Join(d, "meta-data")); err == nil {
 				*seedDir = d
 				break
@@ -76,7 +77,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			if code != exitOK {
 				return code
 			}
-			*seedDir = boot.SeedCacheDir
+			*seedDir = kept.Dir
 			searched = true
 		}
 	}
@@ -119,14 +120,14 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // runDecision is run's trust decision, PID 1's rule on the system run
 // works on: the anchor is the root's own /etc/seedinit, raised by
 // seedinit.trust= on the kernel command line. A seed PID 1 or an earlier
-// run's search kept in SeedCacheDir was decided when it was read: its
+// run's search kept in kept.Dir was decided when it was read: its
 // decision stands unless the anchor here asks for more, and then it is
 // decided again. searched: this run's own search made the kept decision,
 // which its stages are the first to report.
 func runDecision(rootDir string, searched bool) decideFunc {
 	return func(seedDir string, sd *seed.Seed, log *slog.Logger) (*seed.Seed, *trust.Decision, bool) {
 		a := runAnchor(rootDir)
-		if d, err := boot.KeptTrust(seedDir); err != nil {
+		if d, err := kept.Decision(seedDir); err != nil {
 			log.Warn("seed trust: the decision kept with the seed is unreadable; deciding again", "error", err.Error())
 		} else if d != nil {
 			if p, err := trust.ParsePolicy(d.Policy); err == nil && p >= a.Policy {
@@ -232,7 +233,7 @@ func searchSeed(rootDir, stageName string, withDHCP, debug bool, stderr io.Write
 	// Decided here, as PID 1 decides, before anything of it is kept: the
 	// later stages apply what the decision let through, and report it.
 	sd, decision := trust.DecideHere(res.Seed, runAnchor(rootDir), stderrLogger(debug, stderr))
-	if err := boot.SaveSeed(sd, decision); err != nil {
+	if err := kept.Save(sd, decision); err != nil {
 		return fail(stderr, "run: keep the seed: %v", err), takeDown
 	}
 	return exitOK, takeDown

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
@@ -351,17 +350,6 @@ func TestRunGoesByTheRootsPolicy(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "etc/pwned")); err != nil {
 		t.Errorf("the signed seed was not applied: %v", err)
-	}
-}
-
-// A decision record only counts in the directory where PID 1 and run's
-// search keep the seed: one in a seed directory someone hands over is
-// not taken for a decision.
-func TestKeptTrustOnlyInTheCache(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "seedinit-trust.json"), []byte(`{"policy":"require","parts":[{"part":"user-data","verdict":"trusted"}]}`), 0o600)
-	if d, err := boot.KeptTrust(dir); d != nil || err != nil {
-		t.Errorf("a record outside %s was taken: %+v, %v", boot.SeedCacheDir, d, err)
 	}
 }
 
