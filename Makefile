@@ -57,8 +57,8 @@ lint: ## gofmt, go vet (amd64, arm64 and 32-bit 386), staticcheck when it can be
 	  else echo "lint: staticcheck not available, skipped"; fi
 	$(GO) test -count=1 ./internal/repocheck
 
-demo: build ## apply the bundled appliance seed to a fresh root, then boot it as a Debian appliance in QEMU and log in over SSH
-	scripts/demo
+demo: build ## apply the bundled appliance seed to a fresh root, then boot it as a Debian appliance in QEMU and log in over SSH; as root it first installs what the boot needs (packages, kernel, a cached Debian root), without root it says what it skipped
+	GO=$(GO) scripts/demo
 
 bench-cloudinit: ## seedinit beside cloud-init on the same seed: time, peak RSS and private memory, resulting roots, net-convert (root; caches a Debian root in .cache)
 	scripts/bench-cloudinit
