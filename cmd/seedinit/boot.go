@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed"
@@ -82,37 +80,19 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *afterHandoff {
-		var mounts []string
+		wait := boot.AfterHandoff{Root: *rootDir, KeepSelf: *keepSelf, KeepOnly: keepOnly, Log: stderrLogger(*out.debug, stderr)}
 		if *waitMounts != "" {
-			mounts = strings.Split(*waitMounts, ",")
-		}
-		if keepOnly {
-			// No final stage waits: the copy alone is given up on a root
-			// that stays read-only rather than waited for for ever.
-			ctx, cancel := context.WithTimeout(context.Background(), keepSelfWait)
-			ready := boot.WaitForRealInit(ctx, *rootDir, mounts, nil)
-			cancel()
-			if !ready {
-				return fail(stderr, "run: the root was not writable within %s; seedinit not kept in it", keepSelfWait)
-			}
-			keepSelfInRoot(*rootDir, *out.debug, stderr)
-			return exitOK
-		}
-		boot.WaitForRealInit(context.Background(), *rootDir, mounts, boot.NoteFinalStageWaiting)
-		// The copy needs the root and /var, not the network.
-		if *keepSelf {
-			keepSelfInRoot(*rootDir, *out.debug, stderr)
+			wait.Mounts = strings.Split(*waitMounts, ",")
 		}
 		if *waitNetwork != "" {
-			if down := boot.WaitForNetwork(context.Background(), strings.Split(*waitNetwork, ","), boot.NetworkWait, boot.NoteFinalStageWaiting); len(down) > 0 {
-				fmt.Fprintf(stderr, "seedinit: final stage: %s still without an address after %s; running anyway\n", strings.Join(down, ", "), boot.NetworkWait)
-			}
+			wait.Network = strings.Split(*waitNetwork, ",")
 		}
-		boot.NoteFinalStageWaiting("")
-		// PID 1 started this child at the lowest priority; the final
-		// stage's modules and the user's scripts run at the normal one,
-		// as cloud-init's do.
-		boot.RestorePriority()
+		if err := wait.Wait(context.Background()); err != nil {
+			return fail(stderr, "run: %v", err)
+		}
+		if keepOnly {
+			return exitOK
+		}
 	}
 	return runStages("run", *rootDir, *seedDir, *stageName, runDecision(*rootDir, searched), out, stdout, stderr)
 }
@@ -145,20 +125,6 @@ func runDecision(rootDir string, searched bool) decideFunc {
 // runAnchor is the trust anchor of a run on rootDir.
 func runAnchor(rootDir string) trust.Anchor {
 	return boot.TrustAnchor(rootDir, "/etc/seedinit in the root "+rootDir, boot.KernelCmdline())
-}
-
-// keepSelfWait bounds how long `run --stage none --keep-self` waits for
-// a writable root.
-const keepSelfWait = 10 * time.Minute
-
-// keepSelfInRoot is boot.KeepRunningSelf, logging to stderr like the
-// stages; a failure is only logged: the final stage runs whatever became
-// of the copy.
-func keepSelfInRoot(rootDir string, debug bool, stderr io.Writer) {
-	log := stderrLogger(debug, stderr)
-	if err := boot.KeepRunningSelf(rootDir, log); err != nil {
-		log.Warn("keep seedinit in the root", "error", err.Error())
-	}
 }
 
 // stderrLogger logs to stderr like the stages.
