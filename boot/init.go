@@ -26,8 +26,8 @@ import (
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
-	"github.com/seedinit/seedinit/seed/kept"
 	"github.com/seedinit/seedinit/seed/ds"
+	"github.com/seedinit/seedinit/seed/kept"
 )
 
 // Where PID 1 keeps its things; /run moves into the real root at the

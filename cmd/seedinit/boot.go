@@ -11,8 +11,8 @@ import (
 
 	"github.com/seedinit/seedinit/boot"
 	"github.com/seedinit/seedinit/seed"
-	"github.com/seedinit/seedinit/seed/kept"
 	"github.com/seedinit/seedinit/seed/ds"
+	"github.com/seedinit/seedinit/seed/kept"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
