@@ -170,7 +170,7 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 			t.Errorf("docs/layout.md does not name the package %s", pkg)
 		}
 	}
-	for _, m := range regexp.MustCompile("`((?:" + strings.Join(layers, "|") + `)(?:/[\w.-]+)*)` + "`").FindAllStringSubmatch(doc, -1) {
+	for _, m := range regexp.MustCompile("`((?:"+strings.Join(layers, "|")+`)(?:/[\w.-]+)*)`+"`").FindAllStringSubmatch(doc, -1) {
 		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
 			t.Errorf("docs/layout.md names %s, which is not there", m[1])
 		}
