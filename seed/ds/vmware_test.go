@@ -28,19 +28,12 @@ import (
 var vmwareDMI = MapDMI{"sys_vendor": "VMware, Inc.", "product_name": "VMware7,1", "product_uuid": "4223A1B2-C3D4-E5F6-0718-293A4B5C6D7E"}
 
 // onVMware puts the VMware seams on an emulated VMX behind a CPU that
-// says VMware, the gate itself unchanged; it returns the VMX.
+// says VMware, the gate itself unchanged, until t ends; it returns the
+// VMX.
 func onVMware(t *testing.T, guestinfo map[string]string) *vmwaretest.Hypervisor {
 	t.Helper()
 	h := vmwaretest.New(guestinfo)
-	oldCPU, oldPort := vmwareCPU, vmwarePortFor
-	vmwareCPU = func() vmware.CPU { return vmware.CPU{Hypervisor: true, Vendor: "VMwareVMware"} }
-	vmwarePortFor = func(cpu vmware.CPU, dmi vmware.DMI) (vmware.Port, error) {
-		if err := vmware.Gate(cpu, dmi); err != nil {
-			return nil, err
-		}
-		return h, nil
-	}
-	t.Cleanup(func() { vmwareCPU, vmwarePortFor = oldCPU, oldPort })
+	t.Cleanup(EmulateVMwareForTest(h))
 	return h
 }
 
