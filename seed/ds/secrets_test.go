@@ -16,6 +16,7 @@ import (
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 // The secrets a seed of these channels carries. Some may land in files
@@ -53,32 +54,32 @@ func TestSecretsStaySecret(t *testing.T) {
 		name:    "config drive: admin_pass, an injected license, chpasswd",
 		secrets: []secret{license, adminPass, chpasswd},
 		fetch: func(t *testing.T) (Datasource, *Env) {
-			tree := injectedTree([]map[string]any{{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}}, map[string]string{"content/0000": license.value})
+			tree := dstest.InjectedTree([]map[string]any{{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}}, map[string]string{"content/0000": license.value})
 			tree["openstack/latest/meta_data.json"] = `{"uuid": "iid-secret", "hostname": "fgt", "admin_pass": "` + adminPass.value + `", "files": [{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}]}`
 			tree["openstack/latest/user_data"] = userData(chpasswd)
-			return configDrive{}, newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "config-2", tree, "-J", "-r")}, nil, "")
+			return configDrive{}, newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "config-2", tree, "-J", "-r")}, nil, "")
 		},
 	}, {
 		name:    "OVF: the password property, a license property cloud-init does not read",
 		secrets: []secret{ovfPassword, ovfLicense, chpasswd},
 		fetch: func(t *testing.T) (Datasource, *Env) {
-			env := ovfEnvXML([2]string{"instance-id", "iid-ovf-secret"}, [2]string{"hostname", "fgt"}, [2]string{"password", ovfPassword.value},
-				[2]string{"fgt.license", ovfLicense.value}, [2]string{"user-data", b64(userData(chpasswd))})
-			return ovfDatasource{}, newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")}, nil, "")
+			env := dstest.OVFEnv([2]string{"instance-id", "iid-ovf-secret"}, [2]string{"hostname", "fgt"}, [2]string{"password", ovfPassword.value},
+				[2]string{"fgt.license", ovfLicense.value}, [2]string{"user-data", dstest.B64(userData(chpasswd))})
+			return ovfDatasource{}, newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")}, nil, "")
 		},
 	}, {
 		name:    "VMware guestinfo: gzip'd user-data with a token and a password",
 		secrets: []secret{guestToken, chpasswd},
 		fetch: func(t *testing.T) (Datasource, *Env) {
 			ud := userData(chpasswd) + "write_files: [{path: /etc/vendor/api-token, content: " + guestToken.value + ", permissions: '0600'}]\n"
-			onVMware(t, map[string]string{"metadata": "instance-id: iid-vm-secret\nlocal-hostname: fgt\nredact: [userdata]\n", "userdata": gzb64(t, ud), "userdata.encoding": "gzip+base64"})
-			return vmwareDatasource{}, newTestEnv(t, nil, vmwareDMI, "")
+			onVMware(t, map[string]string{"metadata": "instance-id: iid-vm-secret\nlocal-hostname: fgt\nredact: [userdata]\n", "userdata": dstest.GzB64(ud), "userdata.encoding": "gzip+base64"})
+			return vmwareDatasource{}, newTestEnv(t, nil, dstest.VMwareDMI(), "")
 		},
 	}, {
 		name:    "a bootstrap tree's authcodes",
 		secrets: []secret{authcode},
 		fetch: func(t *testing.T) (Datasource, *Env) {
-			img := bootstrapImage(t, "cidata", map[string]string{"meta-data": "instance-id: iid-boot-secret\n", "user-data": "#cloud-config\nssh_genkeytypes: [ed25519]\n",
+			img := dstest.RockRidgeISO(t, "cidata", map[string]string{"meta-data": "instance-id: iid-boot-secret\n", "user-data": "#cloud-config\nssh_genkeytypes: [ed25519]\n",
 				"bootstrap/license/authcodes": authcode.value}, map[string]os.FileMode{"bootstrap/license/authcodes": 0o600}, nil)
 			return noCloud{}, newTestEnv(t, FileDevices{"/dev/vdb": img}, nil, "")
 		},
