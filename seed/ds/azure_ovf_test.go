@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 	"github.com/seedinit/seedinit/seed/shacrypt"
 
 	"github.com/seedinit/seedinit/internal/testenv"
@@ -156,7 +157,7 @@ func TestAzureFetchWithOvf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iso := makeISO(t, "rd_rdfe_stable", map[string]string{"ovf-env.xml": string(ovf)}, "-r", "-J")
+	iso := dstest.ISO(t, "rd_rdfe_stable", map[string]string{"ovf-env.xml": string(ovf)}, "-r", "-J")
 	imds := fixtureServer(t, map[string]route{"/metadata/instance": {file: "azure/instance.json", header: "Metadata", value: "true"}}).URL
 	var logs bytes.Buffer
 	env := testEnv(imds+"/metadata/instance", nil, &logs)
@@ -239,7 +240,7 @@ func TestAzureOvfSearch(t *testing.T) {
 		return root
 	}
 	isoWith := func(name string, data []byte) string {
-		return makeISO(t, "rd_rdfe_stable", map[string]string{name: string(data)}, "-r", "-J")
+		return dstest.ISO(t, "rd_rdfe_stable", map[string]string{name: string(data)}, "-r", "-J")
 	}
 	tests := []struct {
 		name      string

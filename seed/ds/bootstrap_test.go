@@ -3,42 +3,14 @@ package ds
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
-
-// bootstrapImage is an ISO9660 image with Rock Ridge as genisoimage -R
-// makes it, which keeps the files' modes and owners (-r would make them
-// root's and readable by all).
-func bootstrapImage(t *testing.T, label string, files map[string]string, modes map[string]os.FileMode, owners map[string][2]int) string {
-	t.Helper()
-	tool, err := exec.LookPath("genisoimage")
-	if err != nil {
-		t.Skip("genisoimage is not installed: cannot build ISO9660 fixtures")
-	}
-	src := writeTree(t, files)
-	for p, m := range modes {
-		if err := os.Chmod(filepath.Join(src, p), m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for p, o := range owners {
-		if err := os.Lchown(filepath.Join(src, p), o[0], o[1]); err != nil {
-			t.Skipf("chown (needs root): %v", err)
-		}
-	}
-	out := filepath.Join(t.TempDir(), "seed.iso")
-	if b, err := exec.Command(tool, "-quiet", "-o", out, "-V", label, "-R", "-J", src).CombinedOutput(); err != nil {
-		t.Fatalf("genisoimage: %v\n%s", err, b)
-	}
-	return out
-}
 
 // A cidata or config-2 disk's bootstrap/ tree comes with the seed, with
 // the modes and owners Rock Ridge records; a FAT disk's with 0644 and
@@ -65,7 +37,7 @@ func TestBootstrapTreeRead(t *testing.T) {
 		return out
 	}
 	t.Run("NoCloud ISO", func(t *testing.T) {
-		img := bootstrapImage(t, "cidata", files, modes, owners)
+		img := dstest.RockRidgeISO(t, "cidata", files, modes, owners)
 		s, err := noCloud{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/vdb": img}, nil, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +54,7 @@ func TestBootstrapTreeRead(t *testing.T) {
 	t.Run("config drive FAT", func(t *testing.T) {
 		tree := openStackTree(t, "latest")
 		tree["bootstrap/config/init-cfg.txt"] = "x"
-		img := makeVFAT(t, "config-2", "65536", "", tree)
+		img := dstest.VFAT(t, "config-2", "65536", "", tree)
 		s, err := configDrive{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +65,7 @@ func TestBootstrapTreeRead(t *testing.T) {
 		}
 	})
 	t.Run("no tree", func(t *testing.T) {
-		img := makeISO(t, "cidata", map[string]string{"meta-data": "instance-id: i\n", "user-data": ""}, "-J", "-r")
+		img := dstest.ISO(t, "cidata", map[string]string{"meta-data": "instance-id: i\n", "user-data": ""}, "-J", "-r")
 		s, err := noCloud{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/vdb": img}, nil, ""))
 		if err != nil || s.Bootstrap != nil {
 			t.Errorf("%v %+v", err, s.Bootstrap)
@@ -109,7 +81,7 @@ func TestBootstrapTreeTooBig(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
 		files["bootstrap/software/"+n] = big
 	}
-	img := makeISO(t, "cidata", files, "-J", "-r")
+	img := dstest.ISO(t, "cidata", files, "-J", "-r")
 	_, err := noCloud{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/vdb": img}, nil, ""))
 	if err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("Fetch = %v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 // fixture reads a file of testdata/.
@@ -37,12 +38,7 @@ func openStackTree(t *testing.T, versions ...string) map[string]string {
 // newTestEnv is an Env over a fresh target root with the given fakes.
 func newTestEnv(t *testing.T, devices FileDevices, dmi MapDMI, cmdline string) *Env {
 	t.Helper()
-	root, err := rootfs.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	return &Env{Root: root, Devices: devices, DMI: dmi, Cmdline: cmdline, Log: testLogger(t)}
+	return &Env{Root: dstest.TargetRoot(t), Devices: devices, DMI: dmi, Cmdline: cmdline, Log: testLogger(t)}
 }
 
 func writeTarget(t *testing.T, env *Env, files map[string]string) {
@@ -118,9 +114,9 @@ func TestConfigDrive(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var img string
 			if tc.image == "iso" {
-				img = makeISO(t, tc.label, tc.files(t), "-J", "-r")
+				img = dstest.ISO(t, tc.label, tc.files(t), "-J", "-r")
 			} else {
-				img = makeVFAT(t, tc.label, "65536", "", tc.files(t))
+				img = dstest.VFAT(t, tc.label, "65536", "", tc.files(t))
 			}
 			env := newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, "")
 			ev, err := configDrive{}.Probe(context.Background(), env)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 // loopbackFetcher refuses to dial anything but loopback: a test that
@@ -141,7 +143,7 @@ func TestDetect(t *testing.T) {
 				if strings.EqualFold(label, "config-2") {
 					files = openStackTree(t, "latest")
 				}
-				devs[dev] = makeISO(t, label, files, "-J", "-r")
+				devs[dev] = dstest.ISO(t, label, files, "-J", "-r")
 			}
 			env := newTestEnv(t, devs, tc.dmi, tc.cmdline)
 			env.Fetcher = loopbackFetcher(t, FetchOptions{Timeout: 200 * time.Millisecond, Retries: NoRetries})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 func TestOpenImage(t *testing.T) {
@@ -27,12 +29,12 @@ func TestOpenImage(t *testing.T) {
 		build func(t *testing.T) string
 		label string
 	}{
-		{"iso rock ridge and joliet", func(t *testing.T) string { return makeISO(t, "config-2", files, "-J", "-r") }, "config-2"},
-		{"iso rock ridge", func(t *testing.T) string { return makeISO(t, "cidata", files, "-r") }, "cidata"},
-		{"iso joliet", func(t *testing.T) string { return makeISO(t, "cidata", files, "-J") }, "cidata"},
-		{"fat12", func(t *testing.T) string { return makeVFAT(t, "CIDATA", "1024", "12", files) }, "CIDATA"},
-		{"fat16", func(t *testing.T) string { return makeVFAT(t, "config-2", "65536", "16", files) }, "config-2"},
-		{"fat32", func(t *testing.T) string { return makeVFAT(t, "CONFIG-2", "65536", "32", files) }, "CONFIG-2"},
+		{"iso rock ridge and joliet", func(t *testing.T) string { return dstest.ISO(t, "config-2", files, "-J", "-r") }, "config-2"},
+		{"iso rock ridge", func(t *testing.T) string { return dstest.ISO(t, "cidata", files, "-r") }, "cidata"},
+		{"iso joliet", func(t *testing.T) string { return dstest.ISO(t, "cidata", files, "-J") }, "cidata"},
+		{"fat12", func(t *testing.T) string { return dstest.VFAT(t, "CIDATA", "1024", "12", files) }, "CIDATA"},
+		{"fat16", func(t *testing.T) string { return dstest.VFAT(t, "config-2", "65536", "16", files) }, "config-2"},
+		{"fat32", func(t *testing.T) string { return dstest.VFAT(t, "CONFIG-2", "65536", "32", files) }, "CONFIG-2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +69,7 @@ func TestOpenImage(t *testing.T) {
 // The label scan reads every device even when the search's budget has run
 // out: a slow disk ahead of the seed disk must not hide the seed.
 func TestSysDevicesScanOutlastsTheBudget(t *testing.T) {
-	iso := makeISO(t, "cidata", map[string]string{"meta-data": "instance-id: i-1\n"})
+	iso := dstest.ISO(t, "cidata", map[string]string{"meta-data": "instance-id: i-1\n"})
 	sysBlock, dev := t.TempDir(), t.TempDir()
 	for _, name := range []string{"vda", "vdb"} {
 		if err := os.Mkdir(filepath.Join(sysBlock, name), 0o755); err != nil {

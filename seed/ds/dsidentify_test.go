@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
@@ -302,7 +303,7 @@ func buildIdentifyRoot(t *testing.T, tc identifyCase) string {
 	for k, v := range tc.files {
 		files[k] = v
 	}
-	return writeTree(t, files)
+	return dstest.WriteTree(t, files)
 }
 
 // labelDevices are block devices known only by their labels; opening one

@@ -14,20 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
-
-// injectedTree is a config drive whose meta_data.json injects files, as
-// Nova lays out personality files: the content under openstack/content/,
-// named by content_path.
-func injectedTree(files []map[string]any, content map[string]string) map[string]string {
-	md := map[string]any{"uuid": "iid-inject", "hostname": "fgt-01", "files": files}
-	b, _ := json.Marshal(md)
-	tree := map[string]string{"openstack/latest/meta_data.json": string(b)}
-	for name, c := range content {
-		tree["openstack/"+name] = c
-	}
-	return tree
-}
 
 // injected is s's files as path → content.
 func injected(s *seed.Seed) map[string]string {
@@ -55,9 +43,9 @@ func TestConfigDriveInjectedFiles(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			var img string
 			if format == "iso" {
-				img = makeISO(t, "config-2", injectedTree(files, content), "-J", "-r")
+				img = dstest.ISO(t, "config-2", dstest.InjectedTree(files, content), "-J", "-r")
 			} else {
-				img = makeVFAT(t, "config-2", "65536", "", injectedTree(files, content))
+				img = dstest.VFAT(t, "config-2", "65536", "", dstest.InjectedTree(files, content))
 			}
 			env := newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, "")
 			s, err := configDrive{}.Fetch(context.Background(), env)
@@ -78,7 +66,7 @@ func TestConfigDriveInjectedFiles(t *testing.T) {
 
 // The metadata service serves the same files at its content paths.
 func TestOpenStackServiceInjectedFiles(t *testing.T) {
-	tree := injectedTree([]map[string]any{{"path": "/etc/license.lic", "content_path": "/content/0000"}}, map[string]string{"content/0000": "LICENSE"})
+	tree := dstest.InjectedTree([]map[string]any{{"path": "/etc/license.lic", "content_path": "/content/0000"}}, map[string]string{"content/0000": "LICENSE"})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/openstack" {
 			fmt.Fprintln(w, "latest")
@@ -111,7 +99,7 @@ func TestOpenStackServiceInjectedFiles(t *testing.T) {
 func TestConfigDriveInjectedFilesHostile(t *testing.T) {
 	t.Run("content_path out of the seed directory", func(t *testing.T) {
 		env := newTestEnv(t, nil, nil, "")
-		tree := injectedTree([]map[string]any{{"path": "/etc/stolen", "content_path": "../../../../../../../../etc/shadow"}}, nil)
+		tree := dstest.InjectedTree([]map[string]any{{"path": "/etc/stolen", "content_path": "../../../../../../../../etc/shadow"}}, nil)
 		files := map[string]string{"/etc/shadow": "root:$6$secret-hash:1::::::\n"}
 		for name, c := range tree {
 			files[configDriveSeedDir+"/"+name] = c
@@ -130,14 +118,14 @@ func TestConfigDriveInjectedFilesHostile(t *testing.T) {
 		}
 	})
 	t.Run("missing content", func(t *testing.T) {
-		img := makeISO(t, "config-2", injectedTree([]map[string]any{{"path": "/etc/license.lic", "content_path": "/content/0009"}}, nil), "-J", "-r")
+		img := dstest.ISO(t, "config-2", dstest.InjectedTree([]map[string]any{{"path": "/etc/license.lic", "content_path": "/content/0009"}}, nil), "-J", "-r")
 		_, err := configDrive{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, ""))
 		if err == nil || !strings.Contains(err.Error(), "/etc/license.lic") {
 			t.Errorf("Fetch error = %v, want one naming the file", err)
 		}
 	})
 	t.Run("no content_path", func(t *testing.T) {
-		img := makeISO(t, "config-2", injectedTree([]map[string]any{{"path": "/etc/x"}}, nil), "-J", "-r")
+		img := dstest.ISO(t, "config-2", dstest.InjectedTree([]map[string]any{{"path": "/etc/x"}}, nil), "-J", "-r")
 		_, err := configDrive{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, ""))
 		if err == nil || !strings.Contains(err.Error(), "content path") {
 			t.Errorf("Fetch error = %v, want one saying it has no content path", err)
@@ -145,7 +133,7 @@ func TestConfigDriveInjectedFilesHostile(t *testing.T) {
 	})
 	t.Run("files is not a list", func(t *testing.T) {
 		md := `{"uuid": "i", "files": "/etc/x"}`
-		img := makeISO(t, "config-2", map[string]string{"openstack/latest/meta_data.json": md}, "-J", "-r")
+		img := dstest.ISO(t, "config-2", map[string]string{"openstack/latest/meta_data.json": md}, "-J", "-r")
 		_, err := configDrive{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, ""))
 		if err == nil || !strings.Contains(err.Error(), "files") {
 			t.Errorf("Fetch error = %v", err)
@@ -159,7 +147,7 @@ func TestConfigDriveInjectedFilesHostile(t *testing.T) {
 		}
 		env := newTestEnv(t, nil, nil, "")
 		files := map[string]string{}
-		for name, c := range injectedTree(items, content) {
+		for name, c := range dstest.InjectedTree(items, content) {
 			files[configDriveSeedDir+"/"+name] = c
 		}
 		writeTarget(t, env, files)
@@ -187,8 +175,8 @@ func TestConfigDriveInjectedFilesOracle(t *testing.T) {
 		{"path": "/etc/two", "content_path": "/content/0000", "extra": 1},
 	}
 	content := map[string]string{"content/0000": "L1\n", "content/0001": "welcome\n", "content/0002": "spaced", "content/0003": "orphan"}
-	tree := injectedTree(files, content)
-	dir := writeTree(t, tree)
+	tree := dstest.InjectedTree(files, content)
+	dir := dstest.WriteTree(t, tree)
 	script := `
 import json, sys
 from cloudinit.sources.helpers import openstack

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 func TestParseNoCloudArgs(t *testing.T) {
@@ -84,10 +86,10 @@ func TestNoCloud(t *testing.T) {
 		verdict Verdict
 	}{
 		{"cidata iso", func(t *testing.T) *Env {
-			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", seedFiles, "-J", "-r")}, nil, "")
+			return newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "cidata", seedFiles, "-J", "-r")}, nil, "")
 		}, result{"iid-disk", "disk-host", "config-disk (/dev/sr0)", "#cloud-config\nfrom: disk\n", "#cloud-config\nvendor: 1\n", "v2", 1}, "", Found},
 		{"CIDATA vfat", func(t *testing.T) *Env {
-			return newTestEnv(t, FileDevices{"/dev/vdb": makeVFAT(t, "CIDATA", "2048", "", seedFiles)}, nil, "")
+			return newTestEnv(t, FileDevices{"/dev/vdb": dstest.VFAT(t, "CIDATA", "2048", "", seedFiles)}, nil, "")
 		}, result{"iid-disk", "disk-host", "config-disk (/dev/vdb)", "#cloud-config\nfrom: disk\n", "#cloud-config\nvendor: 1\n", "v2", 1}, "", Found},
 		{"seed dir", func(t *testing.T) *Env {
 			env := newTestEnv(t, nil, nil, "")
@@ -98,7 +100,7 @@ func TestNoCloud(t *testing.T) {
 			return env
 		}, result{"iid-dir", "", "seed-dir (/var/lib/cloud/seed/nocloud-net)", "#cloud-config\n", "", "", 0}, "", Found},
 		{"cmdline beats the disk's meta-data", func(t *testing.T) *Env {
-			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", seedFiles, "-r")}, nil, "ro ds=nocloud;i=iid-cmd;h=cmd-host")
+			return newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "cidata", seedFiles, "-r")}, nil, "ro ds=nocloud;i=iid-cmd;h=cmd-host")
 		}, result{"iid-cmd", "cmd-host", "config-disk (cmdline,/dev/sr0)", "#cloud-config\nfrom: disk\n", "#cloud-config\nvendor: 1\n", "v2", 1}, "", Found},
 		{"seedfrom http on the command line", func(t *testing.T) *Env {
 			return newTestEnv(t, nil, nil, "ds=nocloud-net;s="+srv.URL+"/seed/")
@@ -110,13 +112,13 @@ func TestNoCloud(t *testing.T) {
 			return newTestEnv(t, nil, nil, "ds=nocloud;s="+srv.URL+"/missing/")
 		}, result{}, "404", Found},
 		{"meta-data without user-data is no seed", func(t *testing.T) *Env {
-			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", map[string]string{"meta-data": "instance-id: x\n"}, "-r")}, nil, "")
+			return newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "cidata", map[string]string{"meta-data": "instance-id: x\n"}, "-r")}, nil, "")
 		}, result{}, "without user-data", Found},
 		{"bad meta-data YAML", func(t *testing.T) *Env {
-			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "cidata", map[string]string{"meta-data": "a: [\n", "user-data": ""}, "-r")}, nil, "")
+			return newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "cidata", map[string]string{"meta-data": "a: [\n", "user-data": ""}, "-r")}, nil, "")
 		}, result{}, "meta-data", Found},
 		{"nothing", func(t *testing.T) *Env {
-			return newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "other", seedFiles, "-r")}, nil, "")
+			return newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "other", seedFiles, "-r")}, nil, "")
 		}, result{}, "no NoCloud seed", NotFound},
 	}
 	for _, tc := range cases {

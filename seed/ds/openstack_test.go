@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 // openStackServer serves the metadata service layout: /openstack lists
@@ -74,7 +76,7 @@ func TestOpenStackProbe(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			var devs FileDevices
 			if tc.devs {
-				devs = FileDevices{"/dev/sr0": makeISO(t, "config-2", openStackTree(t, "latest"), "-r")}
+				devs = FileDevices{"/dev/sr0": dstest.ISO(t, "config-2", openStackTree(t, "latest"), "-r")}
 			}
 			env := newTestEnv(t, devs, tc.dmi, "")
 			ev, _ := openStack{}.Probe(context.Background(), env)

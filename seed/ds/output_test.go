@@ -12,12 +12,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 )
 
 // TestFetchToDirRoundTrip: what fetch writes, seed.LoadNoCloudDir (what
 // apply --seed reads) reads back as the same instance.
 func TestFetchToDirRoundTrip(t *testing.T) {
-	env := newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "config-2", openStackTree(t, "latest"), "-J", "-r")}, nil, "")
+	env := newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "config-2", openStackTree(t, "latest"), "-J", "-r")}, nil, "")
 	s, err := configDrive{}.Fetch(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)

@@ -15,40 +15,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
 // ovfEnvXML is an OVF environment as vSphere writes it for a vApp's
 // properties, each key with its value.
-func ovfEnvXML(props ...[2]string) string {
-	var b strings.Builder
-	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
-<Environment xmlns="http://schemas.dmtf.org/ovf/environment/1" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-     xmlns:oe="http://schemas.dmtf.org/ovf/environment/1" xmlns:ve="http://www.vmware.com/schema/ovfenv"
-     oe:id="" ve:vCenterId="vm-42">
-   <PlatformSection>
-      <Kind>VMware ESXi</Kind>
-      <Version>8.0.2</Version>
-      <Vendor>VMware, Inc.</Vendor>
-      <Locale>en</Locale>
-   </PlatformSection>
-   <PropertySection>
-`)
-	for _, p := range props {
-		b.WriteString(`         <Property oe:key="` + p[0] + `" oe:value="` + p[1] + `"/>` + "\n")
-	}
-	b.WriteString(`   </PropertySection>
-   <ve:EthernetAdapterSection>
-      <ve:Adapter ve:mac="00:50:56:a1:b2:c3" ve:network="VM Network" ve:unitNumber="7"/>
-   </ve:EthernetAdapterSection>
-</Environment>
-`)
-	return b.String()
-}
-
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
 const ovfUserData = "#cloud-config\nhostname: fgt-ovf\n"
 
 var ovfNetwork = "network:\n  version: 2\n  ethernets:\n    ens192:\n      addresses: [10.0.0.5/24]\n"
@@ -62,19 +35,19 @@ func TestOVFEnvironmentOracle(t *testing.T) {
 		t.Skip("cloud-init oracle unavailable: cannot import cloudinit.sources.DataSourceOVF (install Debian's cloud-init package)")
 	}
 	docs := map[string]string{
-		"full": ovfEnvXML([2]string{"instance-id", "iid-fgt-01"}, [2]string{"hostname", "fgt-01"}, [2]string{"public-keys", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOvf admin"},
-			[2]string{"user-data", b64(ovfUserData)}, [2]string{"network-config", b64(ovfNetwork)}, [2]string{"password", "Passw0rd!"}, [2]string{"seedfrom", ""},
+		"full": dstest.OVFEnv([2]string{"instance-id", "iid-fgt-01"}, [2]string{"hostname", "fgt-01"}, [2]string{"public-keys", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOvf admin"},
+			[2]string{"user-data", dstest.B64(ovfUserData)}, [2]string{"network-config", dstest.B64(ovfNetwork)}, [2]string{"password", "Passw0rd!"}, [2]string{"seedfrom", ""},
 			[2]string{"fgt.license", "ignored"}),
-		"raw user-data":            ovfEnvXML([2]string{"user-data", "#cloud-config\n"}),
-		"user-data wrapped":        ovfEnvXML([2]string{"user-data", b64(ovfUserData)[:8] + "&#10;" + b64(ovfUserData)[8:]}),
-		"user-data with newline":   ovfEnvXML([2]string{"user-data", b64(ovfUserData)[:8] + "\n   " + b64(ovfUserData)[8:]}),
-		"hostname then local":      ovfEnvXML([2]string{"hostname", "a"}, [2]string{"local-hostname", "b"}),
-		"local then hostname":      ovfEnvXML([2]string{"local-hostname", "b"}, [2]string{"hostname", "a"}),
-		"key twice":                ovfEnvXML([2]string{"instance-id", "one"}, [2]string{"instance-id", "two"}),
-		"network without key":      ovfEnvXML([2]string{"network-config", b64("version: 2\n")}),
-		"network not base64":       ovfEnvXML([2]string{"network-config", "!!"}),
-		"network not yaml":         ovfEnvXML([2]string{"network-config", b64("a: [")}),
-		"entities":                 ovfEnvXML([2]string{"hostname", "a&amp;b&lt;c&quot;"}),
+		"raw user-data":            dstest.OVFEnv([2]string{"user-data", "#cloud-config\n"}),
+		"user-data wrapped":        dstest.OVFEnv([2]string{"user-data", dstest.B64(ovfUserData)[:8] + "&#10;" + dstest.B64(ovfUserData)[8:]}),
+		"user-data with newline":   dstest.OVFEnv([2]string{"user-data", dstest.B64(ovfUserData)[:8] + "\n   " + dstest.B64(ovfUserData)[8:]}),
+		"hostname then local":      dstest.OVFEnv([2]string{"hostname", "a"}, [2]string{"local-hostname", "b"}),
+		"local then hostname":      dstest.OVFEnv([2]string{"local-hostname", "b"}, [2]string{"hostname", "a"}),
+		"key twice":                dstest.OVFEnv([2]string{"instance-id", "one"}, [2]string{"instance-id", "two"}),
+		"network without key":      dstest.OVFEnv([2]string{"network-config", dstest.B64("version: 2\n")}),
+		"network not base64":       dstest.OVFEnv([2]string{"network-config", "!!"}),
+		"network not yaml":         dstest.OVFEnv([2]string{"network-config", dstest.B64("a: [")}),
+		"entities":                 dstest.OVFEnv([2]string{"hostname", "a&amp;b&lt;c&quot;"}),
 		"no property section":      `<Environment xmlns="http://schemas.dmtf.org/ovf/environment/1"><PlatformSection/></Environment>`,
 		"empty environment":        `<Environment xmlns="http://schemas.dmtf.org/ovf/environment/1"/>`,
 		"other root":               `<Envelope xmlns="http://schemas.dmtf.org/ovf/environment/1"><PropertySection/></Envelope>`,
@@ -85,8 +58,8 @@ func TestOVFEnvironmentOracle(t *testing.T) {
 		"nested property":          `<Environment xmlns:oe="http://schemas.dmtf.org/ovf/environment/1"><PropertySection><X><Property oe:key="instance-id" oe:value="deep"/></X><Property oe:key="hostname" oe:value="h"/></PropertySection></Environment>`,
 		"not xml":                  `instance-id: x`,
 		"azure":                    `<Environment xmlns="http://schemas.dmtf.org/ovf/environment/1" xmlns:wa="http://schemas.microsoft.com/windowsazure"><wa:ProvisioningSection><wa:Version>1.0</wa:Version></wa:ProvisioningSection></Environment>`,
-		"crlf in value":            ovfEnvXML([2]string{"hostname", "a\r\nb\tc"}),
-		"user-data padding inside": ovfEnvXML([2]string{"user-data", "YQ==YQ=="}),
+		"crlf in value":            dstest.OVFEnv([2]string{"hostname", "a\r\nb\tc"}),
+		"user-data padding inside": dstest.OVFEnv([2]string{"user-data", "YQ==YQ=="}),
 	}
 	dir := t.TempDir()
 	var names []string
@@ -190,12 +163,12 @@ func mustJSON(t *testing.T, yamlDoc []byte) []byte {
 // metadata, the user-data decoded, the network config, the password
 // hashed in the datasource's config and nowhere else.
 func TestOVFOnISO(t *testing.T) {
-	env := ovfEnvXML([2]string{"instance-id", "iid-fgt-01"}, [2]string{"hostname", "fgt-01"},
+	env := dstest.OVFEnv([2]string{"instance-id", "iid-fgt-01"}, [2]string{"hostname", "fgt-01"},
 		[2]string{"public-keys", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOvf admin"},
-		[2]string{"user-data", b64(ovfUserData)}, [2]string{"network-config", b64(ovfNetwork)}, [2]string{"password", "Passw0rd!"})
+		[2]string{"user-data", dstest.B64(ovfUserData)}, [2]string{"network-config", dstest.B64(ovfNetwork)}, [2]string{"password", "Passw0rd!"})
 	for _, label := range []string{"OVF ENV", "CDROM", ""} {
 		t.Run("label "+label, func(t *testing.T) {
-			img := makeISO(t, label, map[string]string{"ovf-env.xml": env}, "-J", "-r")
+			img := dstest.ISO(t, label, map[string]string{"ovf-env.xml": env}, "-J", "-r")
 			e := newTestEnv(t, FileDevices{"/dev/sr0": img}, MapDMI{"product_name": "VMware Virtual Platform"}, "")
 			ev, err := ovfDatasource{}.Probe(context.Background(), e)
 			if err != nil || ev.Verdict != Found || !strings.Contains(ev.Reason, "/dev/sr0") {
@@ -221,7 +194,7 @@ func TestOVFOnISO(t *testing.T) {
 	}
 	// The plain ISO9660 name (OVF_ENV.XML;1) serves as well.
 	t.Run("plain ISO9660 upper-case name", func(t *testing.T) {
-		img := makeISO(t, "OVFENV", map[string]string{"OVF_ENV.XML": env})
+		img := dstest.ISO(t, "OVFENV", map[string]string{"OVF_ENV.XML": env})
 		s, err := ovfDatasource{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, ""))
 		if err != nil || s.InstanceID != "iid-fgt-01" {
 			t.Fatalf("Fetch: %v %+v", err, s)
@@ -233,7 +206,7 @@ func TestOVFOnISO(t *testing.T) {
 // passes them over: another datasource's seed disk, Azure's provisioning
 // disc, an ovf-env.xml without properties, a disk that is no CD-ROM.
 func TestOVFNotFound(t *testing.T) {
-	env := ovfEnvXML([2]string{"instance-id", "iid-x"})
+	env := dstest.OVFEnv([2]string{"instance-id", "iid-x"})
 	azure := `<Environment xmlns="http://schemas.dmtf.org/ovf/environment/1" xmlns:wa="http://schemas.microsoft.com/windowsazure"><wa:ProvisioningSection><wa:Version>1.0</wa:Version></wa:ProvisioningSection></Environment>`
 	for _, tc := range []struct {
 		name string
@@ -242,18 +215,18 @@ func TestOVFNotFound(t *testing.T) {
 		img  func(t *testing.T) string
 	}{
 		{"a cidata disk", "/dev/sr0", nil, func(t *testing.T) string {
-			return makeISO(t, "cidata", map[string]string{"ovf-env.xml": env, "meta-data": "", "user-data": ""}, "-J", "-r")
+			return dstest.ISO(t, "cidata", map[string]string{"ovf-env.xml": env, "meta-data": "", "user-data": ""}, "-J", "-r")
 		}},
 		{"a virtio disk", "/dev/vdb", nil, func(t *testing.T) string {
-			return makeISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")
+			return dstest.ISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")
 		}},
 		{"Azure's disc", "/dev/sr0", nil, func(t *testing.T) string {
-			return makeISO(t, "rd_rdfe", map[string]string{"ovf-env.xml": azure}, "-J", "-r")
+			return dstest.ISO(t, "rd_rdfe", map[string]string{"ovf-env.xml": azure}, "-J", "-r")
 		}},
 		{"on Azure", "/dev/sr0", MapDMI{"chassis_asset_tag": azureChassisAssetTag}, func(t *testing.T) string {
-			return makeISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")
+			return dstest.ISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")
 		}},
-		{"a disc without it", "/dev/sr0", nil, func(t *testing.T) string { return makeISO(t, "DATA", map[string]string{"readme": "x"}, "-J", "-r") }},
+		{"a disc without it", "/dev/sr0", nil, func(t *testing.T) string { return dstest.ISO(t, "DATA", map[string]string{"readme": "x"}, "-J", "-r") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t, FileDevices{tc.dev: tc.img(t)}, tc.dmi, "")
@@ -269,7 +242,7 @@ func TestOVFNotFound(t *testing.T) {
 // read (cloud-init reads it from the transports only).
 func TestOVFSeedDir(t *testing.T) {
 	e := newTestEnv(t, nil, nil, "")
-	writeTarget(t, e, map[string]string{ovfSeedDir + "/ovf-env.xml": ovfEnvXML([2]string{"hostname", "seeded"}, [2]string{"network-config", b64(ovfNetwork)})})
+	writeTarget(t, e, map[string]string{ovfSeedDir + "/ovf-env.xml": dstest.OVFEnv([2]string{"hostname", "seeded"}, [2]string{"network-config", dstest.B64(ovfNetwork)})})
 	ev, err := ovfDatasource{}.Probe(context.Background(), e)
 	if err != nil || ev.Verdict != Found {
 		t.Fatalf("Probe = %+v, %v", ev, err)
@@ -287,8 +260,8 @@ func TestOVFSeedDir(t *testing.T) {
 // OVF) whose meta-data the properties win over and whose user-data
 // replaces theirs.
 func TestOVFSeedFrom(t *testing.T) {
-	e := newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "OVF ENV", map[string]string{
-		"ovf-env.xml": ovfEnvXML([2]string{"hostname", "from-ovf"}, [2]string{"seedfrom", "file:///srv/seed/"}, [2]string{"user-data", b64("#cloud-config\n")}),
+	e := newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "OVF ENV", map[string]string{
+		"ovf-env.xml": dstest.OVFEnv([2]string{"hostname", "from-ovf"}, [2]string{"seedfrom", "file:///srv/seed/"}, [2]string{"user-data", dstest.B64("#cloud-config\n")}),
 	}, "-J", "-r")}, nil, "")
 	writeTarget(t, e, map[string]string{"/srv/seed/meta-data": "instance-id: i-seeded\nlocal-hostname: from-seed\n", "/srv/seed/user-data": "#cloud-config\nseeded: true\n"})
 	s, err := ovfDatasource{}.Fetch(context.Background(), e)
@@ -316,10 +289,10 @@ func TestOVFSigned(t *testing.T) {
 	}
 	m, sig := signedManifest(t, priv, map[string]string{"meta-data": string(canonical), "user-data": ovfUserData, "network-config": ovfNetwork})
 	signedProps := [][2]string{{"instance-id", "iid-fgt-01"}, {"hostname", "fgt-01"}, {"public-keys", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOvf admin"},
-		{"user-data", b64(ovfUserData)}, {"network-config", b64(ovfNetwork)}, {OVFManifestProperty, b64(m)}, {OVFManifestSignatureProperty, b64(sig)}}
+		{"user-data", dstest.B64(ovfUserData)}, {"network-config", dstest.B64(ovfNetwork)}, {OVFManifestProperty, dstest.B64(m)}, {OVFManifestSignatureProperty, dstest.B64(sig)}}
 	decide := func(t *testing.T, props [][2]string) (*seed.Seed, *trust.Decision) {
 		t.Helper()
-		img := makeISO(t, "OVF ENV", map[string]string{"ovf-env.xml": ovfEnvXML(props...)}, "-J", "-r")
+		img := dstest.ISO(t, "OVF ENV", map[string]string{"ovf-env.xml": dstest.OVFEnv(props...)}, "-J", "-r")
 		s, err := ovfDatasource{}.Fetch(context.Background(), newTestEnv(t, FileDevices{"/dev/sr0": img}, nil, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -348,7 +321,7 @@ func TestOVFSigned(t *testing.T) {
 	})
 	t.Run("user-data changed", func(t *testing.T) {
 		p := slices.Clone(signedProps)
-		p[3][1] = b64(ovfUserData + "runcmd: [evil]\n")
+		p[3][1] = dstest.B64(ovfUserData + "runcmd: [evil]\n")
 		s, d := decide(t, p)
 		if s.UserData != nil || !d.Refused() {
 			t.Errorf("%+v\n%+v", s, d.Parts)
@@ -357,7 +330,7 @@ func TestOVFSigned(t *testing.T) {
 }
 
 func FuzzOVFEnvironment(f *testing.F) {
-	f.Add([]byte(ovfEnvXML([2]string{"instance-id", "x"}, [2]string{"user-data", b64("#cloud-config\n")}, [2]string{"network-config", b64(ovfNetwork)})))
+	f.Add([]byte(dstest.OVFEnv([2]string{"instance-id", "x"}, [2]string{"user-data", dstest.B64("#cloud-config\n")}, [2]string{"network-config", dstest.B64(ovfNetwork)})))
 	f.Add([]byte(`<Environment xmlns:oe="http://schemas.dmtf.org/ovf/environment/1"><PropertySection><Property oe:key="a" oe:value="b"/></PropertySection></Environment>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := readOVFEnvironment(data, true)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seedinit/seedinit/internal/sshkey"
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 	"github.com/seedinit/seedinit/seed/trust"
 )
 
@@ -258,7 +259,7 @@ func findingTexts(d *trust.Decision) func(func(string) bool) {
 func TestNoCloudHTTPSeedFromWaitsForTheNetwork(t *testing.T) {
 	md := "seedfrom: http://10.98.0.1:8000/\n"
 	t.Run("disk", func(t *testing.T) {
-		iso := makeISO(t, "cidata", map[string]string{"meta-data": md, "user-data": "#cloud-config\n"}, "-joliet", "-rock")
+		iso := dstest.ISO(t, "cidata", map[string]string{"meta-data": md, "user-data": "#cloud-config\n"}, "-joliet", "-rock")
 		env := &Env{Devices: FileDevices{"/dev/sr0": iso}, Log: testLogger(t)}
 		ev, err := noCloud{}.Probe(context.Background(), env)
 		if err != nil || ev.Verdict != Found || !ev.Network {

@@ -38,6 +38,24 @@ var (
 	vmwarePortFor = vmware.Open
 )
 
+// EmulateVMwareForTest is for tests only, this package's and those above
+// it that run a seed through the stages: until restore is called, the
+// VMware and OVF datasources find port (an emulated VMX,
+// seed/vmware/vmwaretest) behind a CPU that says VMware. The gate is the
+// same: the Env's DMI must say VMware too. It sets package state, so the
+// tests that call it must not run in parallel.
+func EmulateVMwareForTest(port vmware.Port) (restore func()) {
+	oldCPU, oldPort := vmwareCPU, vmwarePortFor
+	vmwareCPU = func() vmware.CPU { return vmware.CPU{Hypervisor: true, Vendor: "VMwareVMware"} }
+	vmwarePortFor = func(cpu vmware.CPU, dmi vmware.DMI) (vmware.Port, error) {
+		if err := vmware.Gate(cpu, dmi); err != nil {
+			return nil, err
+		}
+		return port, nil
+	}
+	return func() { vmwareCPU, vmwarePortFor = oldCPU, oldPort }
+}
+
 // backdoor is the machine's VMware backdoor, or why it stays shut.
 func backdoor(env *Env) (vmware.Port, error) {
 	return vmwarePortFor(vmwareCPU(), vmware.DMI{SysVendor: env.DMIField("sys_vendor"), ProductName: env.DMIField("product_name")})

@@ -2,7 +2,6 @@ package ds
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -18,38 +17,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/seedinit/seedinit/seed"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
 	"github.com/seedinit/seedinit/seed/trust"
 	"github.com/seedinit/seedinit/seed/vmware"
 	"github.com/seedinit/seedinit/seed/vmware/vmwaretest"
 	"github.com/seedinit/seedinit/seed/yaml11"
 )
 
-// vmwareDMI is what ESXi's firmware says.
-var vmwareDMI = MapDMI{"sys_vendor": "VMware, Inc.", "product_name": "VMware7,1", "product_uuid": "4223A1B2-C3D4-E5F6-0718-293A4B5C6D7E"}
-
 // onVMware puts the VMware seams on an emulated VMX behind a CPU that
-// says VMware, the gate itself unchanged; it returns the VMX.
+// says VMware, the gate itself unchanged, until t ends; it returns the
+// VMX.
 func onVMware(t *testing.T, guestinfo map[string]string) *vmwaretest.Hypervisor {
 	t.Helper()
 	h := vmwaretest.New(guestinfo)
-	oldCPU, oldPort := vmwareCPU, vmwarePortFor
-	vmwareCPU = func() vmware.CPU { return vmware.CPU{Hypervisor: true, Vendor: "VMwareVMware"} }
-	vmwarePortFor = func(cpu vmware.CPU, dmi vmware.DMI) (vmware.Port, error) {
-		if err := vmware.Gate(cpu, dmi); err != nil {
-			return nil, err
-		}
-		return h, nil
-	}
-	t.Cleanup(func() { vmwareCPU, vmwarePortFor = oldCPU, oldPort })
+	t.Cleanup(EmulateVMwareForTest(h))
 	return h
-}
-
-func gzb64(t *testing.T, s string) string {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	zw.Write([]byte(s))
-	zw.Close()
-	return base64.StdEncoding.EncodeToString(b.Bytes())
 }
 
 // The guestinfo cases, each a VMX's keys.
@@ -59,16 +41,16 @@ func vmwareCases(t *testing.T) map[string]map[string]string {
 	ud := "#cloud-config\nhostname: from-user-data\n"
 	return map[string]map[string]string{
 		"plain":                 {"metadata": md, "userdata": ud},
-		"base64":                {"metadata": b64(md), "metadata.encoding": "base64", "userdata": b64(ud), "userdata.encoding": "b64"},
-		"gzip+base64":           {"metadata": gzb64(t, md), "metadata.encoding": "gzip+base64", "userdata": gzb64(t, ud), "userdata.encoding": "gz+b64", "vendordata": gzb64(t, "#cloud-config\nvendor: 1\n"), "vendordata.encoding": "gzip+base64"},
-		"gzip+base64, not gzip": {"metadata": b64(md), "metadata.encoding": "gzip+base64"},
+		"base64":                {"metadata": dstest.B64(md), "metadata.encoding": "base64", "userdata": dstest.B64(ud), "userdata.encoding": "b64"},
+		"gzip+base64":           {"metadata": dstest.GzB64(md), "metadata.encoding": "gzip+base64", "userdata": dstest.GzB64(ud), "userdata.encoding": "gz+b64", "vendordata": dstest.GzB64("#cloud-config\nvendor: 1\n"), "vendordata.encoding": "gzip+base64"},
+		"gzip+base64, not gzip": {"metadata": dstest.B64(md), "metadata.encoding": "gzip+base64"},
 		"json metadata":         {"metadata": `{"instance-id": "iid-json", "local-hostname": "j", "public_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJson k"]}`},
 		"no instance-id":        {"metadata": "local-hostname: no-id\n", "userdata": ud},
 		"redacted user-data":    {"metadata": md, "userdata": "---", "userdata.encoding": ""},
 		"user-data only":        {"userdata": ud},
 		"network mapping":       {"metadata": "instance-id: i\nnetwork:\n  version: 2\n  ethernets: {ens192: {dhcp4: true}}\n"},
-		"network encoded":       {"metadata": "instance-id: i\nnetwork: " + b64(net) + "\nnetwork.encoding: base64\n"},
-		"network gzip'd":        {"metadata": "instance-id: i\nnetwork: " + gzb64(t, "network:\n"+indent(net)) + "\nnetwork.encoding: gzip+base64\n"},
+		"network encoded":       {"metadata": "instance-id: i\nnetwork: " + dstest.B64(net) + "\nnetwork.encoding: base64\n"},
+		"network gzip'd":        {"metadata": "instance-id: i\nnetwork: " + dstest.GzB64("network:\n"+indent(net)) + "\nnetwork.encoding: gzip+base64\n"},
 		"unknown encoding":      {"metadata": md, "userdata": "#cloud-config\n", "userdata.encoding": "rot13"},
 		"trailing spaces":       {"metadata": md + "   \n\n", "userdata": ud + "\n\n"},
 	}
@@ -95,7 +77,7 @@ func TestVMwareGuestinfoOracle(t *testing.T) {
 	}
 	dir := t.TempDir()
 	uuidFile := filepath.Join(dir, "product_uuid")
-	os.WriteFile(uuidFile, []byte(vmwareDMI["product_uuid"]+"\n"), 0o644)
+	os.WriteFile(uuidFile, []byte(dstest.VMwareDMI()["product_uuid"]+"\n"), 0o644)
 	script := `
 import base64, json, sys, logging
 logging.disable(logging.CRITICAL)
@@ -148,7 +130,7 @@ print(json.dumps({"found": True, "md": md, "ud": b(ds.userdata_raw), "vd": b(ds.
 				t.Fatalf("%s: %v", out, err)
 			}
 			onVMware(t, keys)
-			env := newTestEnv(t, nil, vmwareDMI, "")
+			env := newTestEnv(t, nil, dstest.VMwareDMI(), "")
 			s, err := vmwareDatasource{}.Fetch(context.Background(), env)
 			if !want.Found {
 				if err == nil {
@@ -202,9 +184,9 @@ func jsonRound(v any) map[string]any {
 // the seed as a VMX's guestinfo gives it.
 func TestVMwareGuestinfo(t *testing.T) {
 	keys := vmwareCases(t)["gzip+base64"]
-	keys["metadata"] = gzb64(t, "instance-id: iid-vm-01\nlocal-hostname: fgt-vm-01\nnetwork:\n  version: 2\n  ethernets: {ens192: {addresses: [10.1.2.3/24]}}\n")
+	keys["metadata"] = dstest.GzB64("instance-id: iid-vm-01\nlocal-hostname: fgt-vm-01\nnetwork:\n  version: 2\n  ethernets: {ens192: {addresses: [10.1.2.3/24]}}\n")
 	h := onVMware(t, keys)
-	env := newTestEnv(t, nil, vmwareDMI, "")
+	env := newTestEnv(t, nil, dstest.VMwareDMI(), "")
 	ev, err := vmwareDatasource{}.Probe(context.Background(), env)
 	if err != nil || ev.Verdict != Found || ev.Reason != "guestinfo.metadata in VMware's guestinfo (backdoor RPC)" {
 		t.Fatalf("Probe = %+v, %v", ev, err)
@@ -237,7 +219,7 @@ func TestVMwareGateShutOnThisMachine(t *testing.T) {
 	if vmware.Gate(vmware.ReadCPU(), vmware.DMI{SysVendor: "VMware, Inc.", ProductName: "VMware7,1"}) == nil {
 		t.Skip("this machine's CPU says VMware")
 	}
-	env := newTestEnv(t, nil, vmwareDMI, "")
+	env := newTestEnv(t, nil, dstest.VMwareDMI(), "")
 	ev, err := vmwareDatasource{}.Probe(context.Background(), env)
 	if err != nil || ev.Verdict != NotFound || !strings.Contains(ev.Reason, "VMware backdoor left shut: CPUID") {
 		t.Errorf("Probe = %+v, %v", ev, err)
@@ -264,11 +246,11 @@ func TestVMwareSigned(t *testing.T) {
 	md := "instance-id: iid-signed\nlocal-hostname: signed\n"
 	ud := "#cloud-config\nruncmd: [true]\n"
 	m, sig := signedManifest(t, priv, map[string]string{"meta-data": md, "user-data": ud})
-	signed := map[string]string{"metadata": gzb64(t, md), "metadata.encoding": "gzip+base64", "userdata": b64(ud), "userdata.encoding": "base64",
-		GuestinfoManifestKey: b64(m), GuestinfoManifestSignatureKey: b64(sig)}
+	signed := map[string]string{"metadata": dstest.GzB64(md), "metadata.encoding": "gzip+base64", "userdata": dstest.B64(ud), "userdata.encoding": "base64",
+		GuestinfoManifestKey: dstest.B64(m), GuestinfoManifestSignatureKey: dstest.B64(sig)}
 	decide := func(t *testing.T, keys0 map[string]string) (*seed.Seed, *trust.Decision) {
 		onVMware(t, keys0)
-		s, err := vmwareDatasource{}.Fetch(context.Background(), newTestEnv(t, nil, vmwareDMI, ""))
+		s, err := vmwareDatasource{}.Fetch(context.Background(), newTestEnv(t, nil, dstest.VMwareDMI(), ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +276,7 @@ func TestVMwareSigned(t *testing.T) {
 // secrets are cleared in the VMX, as cloud-init clears them.
 func TestVMwareRedact(t *testing.T) {
 	h := onVMware(t, map[string]string{"metadata": "instance-id: i\nredact: [userdata, vendordata]\n", "userdata": "#cloud-config\npassword: s3cret\n", "userdata.encoding": "", "vendordata": "x"})
-	env := newTestEnv(t, nil, vmwareDMI, "")
+	env := newTestEnv(t, nil, dstest.VMwareDMI(), "")
 	s, err := vmwareDatasource{}.Fetch(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -319,8 +301,8 @@ func TestVMwareRedact(t *testing.T) {
 // vSphere's "VMware Tools" OVF transport: the environment in
 // guestinfo.ovfEnv, before any CD-ROM, as cloud-init reads it.
 func TestOVFFromGuestinfo(t *testing.T) {
-	onVMware(t, map[string]string{"ovfEnv": ovfEnvXML([2]string{"instance-id", "iid-ovfenv"}, [2]string{"hostname", "from-guestinfo"})})
-	env := newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "OVF ENV", map[string]string{"ovf-env.xml": ovfEnvXML([2]string{"instance-id", "iid-iso"})}, "-J", "-r")}, vmwareDMI, "")
+	onVMware(t, map[string]string{"ovfEnv": dstest.OVFEnv([2]string{"instance-id", "iid-ovfenv"}, [2]string{"hostname", "from-guestinfo"})})
+	env := newTestEnv(t, FileDevices{"/dev/sr0": dstest.ISO(t, "OVF ENV", map[string]string{"ovf-env.xml": dstest.OVFEnv([2]string{"instance-id", "iid-iso"})}, "-J", "-r")}, dstest.VMwareDMI(), "")
 	ev, err := ovfDatasource{}.Probe(context.Background(), env)
 	if err != nil || ev.Verdict != Found || !strings.Contains(ev.Reason, "com.vmware.guestInfo") {
 		t.Fatalf("Probe = %+v, %v", ev, err)
@@ -332,7 +314,7 @@ func TestOVFFromGuestinfo(t *testing.T) {
 }
 
 func FuzzVMwareMeta(f *testing.F) {
-	f.Add([]byte("instance-id: i\nnetwork: " + b64("version: 2\n") + "\nnetwork.encoding: base64\n"))
+	f.Add([]byte("instance-id: i\nnetwork: " + dstest.B64("version: 2\n") + "\nnetwork.encoding: base64\n"))
 	f.Add([]byte(`{"instance-id": "i", "network": {"version": 1, "config": []}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		m, err := vmwareMeta(raw, "4223a1b2-c3d4-e5f6-0718-293a4b5c6d7e")

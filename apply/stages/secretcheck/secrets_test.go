@@ -1,4 +1,4 @@
-package ds
+package secretcheck
 
 import (
 	"bytes"
@@ -15,7 +15,9 @@ import (
 	_ "github.com/seedinit/seedinit/apply/all"
 	"github.com/seedinit/seedinit/apply/applytest"
 	"github.com/seedinit/seedinit/apply/stages"
-	"github.com/seedinit/seedinit/internal/rootfs"
+	"github.com/seedinit/seedinit/seed/ds"
+	"github.com/seedinit/seedinit/seed/ds/dstest"
+	"github.com/seedinit/seedinit/seed/vmware/vmwaretest"
 )
 
 // The secrets a seed of these channels carries. Some may land in files
@@ -48,39 +50,39 @@ func TestSecretsStaySecret(t *testing.T) {
 	cases := []struct {
 		name    string
 		secrets []secret
-		fetch   func(t *testing.T) (Datasource, *Env)
+		fetch   func(t *testing.T) (ds.Datasource, *ds.Env)
 	}{{
 		name:    "config drive: admin_pass, an injected license, chpasswd",
 		secrets: []secret{license, adminPass, chpasswd},
-		fetch: func(t *testing.T) (Datasource, *Env) {
-			tree := injectedTree([]map[string]any{{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}}, map[string]string{"content/0000": license.value})
+		fetch: func(t *testing.T) (ds.Datasource, *ds.Env) {
+			tree := dstest.InjectedTree([]map[string]any{{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}}, map[string]string{"content/0000": license.value})
 			tree["openstack/latest/meta_data.json"] = `{"uuid": "iid-secret", "hostname": "fgt", "admin_pass": "` + adminPass.value + `", "files": [{"path": "/etc/fortinet/license.lic", "content_path": "/content/0000"}]}`
 			tree["openstack/latest/user_data"] = userData(chpasswd)
-			return configDrive{}, newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "config-2", tree, "-J", "-r")}, nil, "")
+			return source(t, "ConfigDrive"), newEnv(t, ds.FileDevices{"/dev/sr0": dstest.ISO(t, "config-2", tree, "-J", "-r")}, nil)
 		},
 	}, {
 		name:    "OVF: the password property, a license property cloud-init does not read",
 		secrets: []secret{ovfPassword, ovfLicense, chpasswd},
-		fetch: func(t *testing.T) (Datasource, *Env) {
-			env := ovfEnvXML([2]string{"instance-id", "iid-ovf-secret"}, [2]string{"hostname", "fgt"}, [2]string{"password", ovfPassword.value},
-				[2]string{"fgt.license", ovfLicense.value}, [2]string{"user-data", b64(userData(chpasswd))})
-			return ovfDatasource{}, newTestEnv(t, FileDevices{"/dev/sr0": makeISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")}, nil, "")
+		fetch: func(t *testing.T) (ds.Datasource, *ds.Env) {
+			env := dstest.OVFEnv([2]string{"instance-id", "iid-ovf-secret"}, [2]string{"hostname", "fgt"}, [2]string{"password", ovfPassword.value},
+				[2]string{"fgt.license", ovfLicense.value}, [2]string{"user-data", dstest.B64(userData(chpasswd))})
+			return source(t, "OVF"), newEnv(t, ds.FileDevices{"/dev/sr0": dstest.ISO(t, "OVF ENV", map[string]string{"ovf-env.xml": env}, "-J", "-r")}, nil)
 		},
 	}, {
 		name:    "VMware guestinfo: gzip'd user-data with a token and a password",
 		secrets: []secret{guestToken, chpasswd},
-		fetch: func(t *testing.T) (Datasource, *Env) {
+		fetch: func(t *testing.T) (ds.Datasource, *ds.Env) {
 			ud := userData(chpasswd) + "write_files: [{path: /etc/vendor/api-token, content: " + guestToken.value + ", permissions: '0600'}]\n"
-			onVMware(t, map[string]string{"metadata": "instance-id: iid-vm-secret\nlocal-hostname: fgt\nredact: [userdata]\n", "userdata": gzb64(t, ud), "userdata.encoding": "gzip+base64"})
-			return vmwareDatasource{}, newTestEnv(t, nil, vmwareDMI, "")
+			t.Cleanup(ds.EmulateVMwareForTest(vmwaretest.New(map[string]string{"metadata": "instance-id: iid-vm-secret\nlocal-hostname: fgt\nredact: [userdata]\n", "userdata": dstest.GzB64(ud), "userdata.encoding": "gzip+base64"})))
+			return source(t, "VMware"), newEnv(t, nil, ds.MapDMI(dstest.VMwareDMI()))
 		},
 	}, {
 		name:    "a bootstrap tree's authcodes",
 		secrets: []secret{authcode},
-		fetch: func(t *testing.T) (Datasource, *Env) {
-			img := bootstrapImage(t, "cidata", map[string]string{"meta-data": "instance-id: iid-boot-secret\n", "user-data": "#cloud-config\nssh_genkeytypes: [ed25519]\n",
+		fetch: func(t *testing.T) (ds.Datasource, *ds.Env) {
+			img := dstest.RockRidgeISO(t, "cidata", map[string]string{"meta-data": "instance-id: iid-boot-secret\n", "user-data": "#cloud-config\nssh_genkeytypes: [ed25519]\n",
 				"bootstrap/license/authcodes": authcode.value}, map[string]os.FileMode{"bootstrap/license/authcodes": 0o600}, nil)
-			return noCloud{}, newTestEnv(t, FileDevices{"/dev/vdb": img}, nil, "")
+			return source(t, "NoCloud"), newEnv(t, ds.FileDevices{"/dev/vdb": img}, nil)
 		},
 	}}
 	for _, tc := range cases {
@@ -105,12 +107,12 @@ func TestSecretsStaySecret(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("stage errors: %q", rep.Errors())
-			if r, ok := ReadyReporterFor(s); ok {
+			if r, ok := ds.ReadyReporterFor(s); ok {
 				r.ReportReady(context.Background(), env, s)
 			}
 			// What PID 1 keeps for the final stage, in /run/seedinit/seed.
 			kept := filepath.Join(dir, "run/seedinit/seed")
-			if err := FetchToDir(s, kept); err != nil {
+			if err := ds.FetchToDir(s, kept); err != nil {
 				t.Fatal(err)
 			}
 			for _, sec := range tc.secrets {
@@ -154,6 +156,23 @@ func TestSecretsStaySecret(t *testing.T) {
 	}
 }
 
+// source is the registered datasource named name, as datasource_list
+// names it.
+func source(t *testing.T, name string) ds.Datasource {
+	t.Helper()
+	d, ok := ds.Lookup(name)
+	if !ok {
+		t.Fatalf("no datasource %q registered", name)
+	}
+	return d
+}
+
+// newEnv is what a datasource sees of a machine with these devices and
+// DMI, over a fresh target root.
+func newEnv(t *testing.T, devices ds.Devices, dmi ds.DMI) *ds.Env {
+	return &ds.Env{Root: dstest.TargetRoot(t), Devices: devices, DMI: dmi}
+}
+
 // prepareAccounts gives the target the account files a root has.
 func prepareAccounts(t *testing.T, dir string) {
 	t.Helper()
@@ -175,5 +194,4 @@ func prepareAccounts(t *testing.T, dir string) {
 	}
 	os.MkdirAll(filepath.Join(dir, "etc/cloud"), 0o755)
 	os.WriteFile(filepath.Join(dir, "etc/cloud/cloud.cfg"), []byte("system_info:\n  default_user: {name: admin, lock_passwd: false}\n"), 0o644)
-	_ = rootfs.KeepOwner
 }
