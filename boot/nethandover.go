@@ -103,6 +103,11 @@ func (p *PID1) handNetworkToOS(h *handoffPlan) error {
 	if n.Service == "" {
 		return nil
 	}
+	// The final stage waits for what is released here, which is what
+	// the plan says unless a release fails.
+	if h.AfterHandoff.starts() {
+		h.FinalWait.Network = nil
+	}
 	var errs []error
 	var released []string
 	if p.liveNet != nil {
@@ -120,10 +125,10 @@ func (p *PID1) handNetworkToOS(h *handoffPlan) error {
 		}
 		released = append(released, l.Interface)
 	}
+	if h.AfterHandoff.starts() {
+		h.FinalWait.Network = released
+	}
 	if len(released) > 0 {
-		if h.AfterHandoff.starts() {
-			h.FinalWait.Network = released
-		}
 		p.logger().Info("network handed to the root's own service", "service", n.Service, "interfaces", strings.Join(released, " "))
 	}
 	return errors.Join(errs...)
