@@ -19,43 +19,16 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/internal/safego"
+	"github.com/seedinit/seedinit/netup/live"
 )
 
-// handoff gives the machine to the real init; it does not return. Its
-// steps run in this order, and each is guarded: a step that fails or
-// panics is logged and the next one runs, because the last one, the exec
-// of the real init, is what the boot must reach.
-//
-//  1. keepStateInTarget: the random seed for the next boot and the
-//     timeline go into the target while its own filesystems (/var) are
-//     still mounted and it is writable.
-//  2. handNetworkToOS: what PID 1 configured live on the interfaces the
-//     root's own network service brings up is taken back, so that service
-//     finds them fresh (ifupdown fails on an address already there);
-//     then noteLeasesToKeep: on a root without a DHCP client of its own,
-//     the leases still live are written down for the lease keeper (9).
-//  3. noteFinalStageWait: status.json says what the final stage will wait
-//     for (those interfaces, the filesystems of 4), on the real /var, in
-//     case the real init never provides it.
-//  4. releaseTarget: what PID 1 mounted in the target (its fstab
-//     filesystems, the API filesystems lent to commands, what modules
-//     mounted) is unmounted, so that the real init finds the system as
-//     its fstab expects; it must come after 1 and 3, which write there.
-//  5. makeAPIMountPoints: /dev, /proc, /sys and /run exist in the new
-//     root, made while it is still writable: switching to a root without
-//     them would fail after 6.
-//  6. restoreReadOnly: with "ro" on the command line the root goes back
-//     to read-only, now that nothing more is written to it.
-//  7. recordTimeline in /run, which the switch carries into the new root.
-//  8. switchRoot (initramfs only): the API filesystems move, the
-//     initramfs is emptied, the new root becomes "/".
-//  9. startAfterHandoff: a child that outlives the exec waits for the
-//     real init to set the system up, then, from an initramfs, keeps
-//     seedinit itself in the root (for `status`, `query` and `analyze`
-//     on the running system) and runs the final stage; another keeps
-//     the DHCP leases of 2 (see leasekeeper.go).
-//  10. execRealInit: the first init candidate that is not seedinit itself.
-//  11. rescue, when no init could be executed.
+// handoff gives the machine to the real init; it does not return. From
+// an initramfs whose root is not mounted there is nothing to hand off to:
+// rescue. Otherwise it stops loading modules (stopModules), so that the
+// machine holds still while it is looked at; decides the handoff from
+// what PID 1 did and what the machine looks like (takeHandoffSnapshot,
+// then planHandoff, which is pure: handoffplan.go), as the step "plan the
+// handoff"; and carries the plan out (carryOutHandoff).
 func (p *PID1) handoff() {
 	log := p.logger()
 	if p.Timeline == nil {
@@ -65,32 +38,131 @@ func (p *PID1) handoff() {
 		p.rescue(errors.New("the root filesystem is not mounted"))
 	}
 	p.step("stop loading modules", p.stopModules)
-	p.step("keep the boot's state in the target", p.keepStateInTarget)
-	p.step("hand the network to the root's own service", p.handNetworkToOS)
-	p.step("note the DHCP leases to keep", p.noteLeasesToKeep)
-	p.step("note what the final stage waits for", p.noteFinalStageWait)
-	p.step("release the target's mounts", p.releaseTarget)
-	if p.Initramfs {
-		p.step("make the API mount points in the root", p.makeAPIMountPoints)
+	var h handoffPlan
+	if err := p.step("plan the handoff", func() error { h = planHandoff(p.takeHandoffSnapshot()); return nil }); err != nil {
+		// What could not be looked at is left as it is: the steps that
+		// need it fail with this error, the others (the timeline, the
+		// switch, the child after the handoff) run.
+		s := p.pid1Snapshot()
+		s.MountsErr, s.OSNetworkErr = err, err
+		h = handoffPlan{}
+		if perr := safego.Run("plan the handoff from PID 1's state", func() { h = planHandoff(s) }); perr != nil {
+			log.Error("handoff: no plan; going to the exec", "error", perr.Error())
+		}
 	}
-	p.step("put the root back read-only", p.restoreReadOnly)
-	p.step("record the timeline", p.recordTimeline)
-	if p.Initramfs {
-		if err := p.step("switch root", func() error { return SwitchRoot(sysroot, log) }); err != nil {
+	p.carryOutHandoff(h)
+}
+
+// carryOutHandoff runs the steps of h in their order, then execs the
+// real init; it does not return. Each step is guarded: a step that fails
+// or panics is logged and the next one runs, because the exec of the
+// real init is what the boot must reach. The steps are these (those h
+// does not list are not run, and one h lists does only what h says):
+//
+//  1. keepStateInTarget: the random seed for the next boot and the
+//     timeline go into the target while its own filesystems (/var) are
+//     still mounted and it is writable.
+//  2. handNetworkToOS: what PID 1 configured live on the interfaces the
+//     root's own network service brings up is taken back, so that the
+//     service finds them fresh (ifupdown fails on an address already
+//     there); the final stage waits for what was released.
+//  3. noteLeasesToKeep: the leases the lease keeper keeps (on a root
+//     without a DHCP client of its own) that are still on their NIC, and
+//     the NICs it waits for, are written down for it (11).
+//  4. noteFinalStageWait: status.json says what the final stage will wait
+//     for (the interfaces of 2, the filesystems of 5), on the real /var,
+//     in case the real init never provides it.
+//  5. releaseTarget: what PID 1 mounted in the target (its fstab
+//     filesystems, the API filesystems lent to commands, what modules
+//     mounted) is unmounted, so that the real init finds the system as
+//     its fstab expects; it comes after 1, 3 and 4, which write there.
+//  6. makeAPIMountPoints: /dev, /proc, /sys and /run exist in the new
+//     root, made while it is still writable: switching to a root without
+//     them would fail at 9.
+//  7. restoreReadOnly: with "ro" on the command line the root goes back
+//     to read-only, now that nothing more is written to it.
+//  8. recordTimeline in /run, which the switch carries into the new root.
+//  9. switchRoot (initramfs only): the API filesystems move, the
+//     initramfs is emptied, the new root becomes "/". When it fails
+//     there is nothing to hand off to: rescue.
+//  10. startAfterHandoff: a child that outlives the exec waits for the
+//     real init to set the system up, then, from an initramfs, keeps
+//     seedinit itself in the root (for `status`, `query` and `analyze`
+//     on the running system) and runs the final stage.
+//  11. startLeaseKeeper: another keeps the DHCP leases of 3 (see
+//     leasekeeper.go), when its state was written.
+//  12. stopReaping: the real init reaps its orphans from now on.
+//  13. execRealInit: the first init candidate that is not seedinit itself.
+//  14. rescue, when no init could be executed.
+func (p *PID1) carryOutHandoff(h handoffPlan) {
+	for _, step := range h.Steps {
+		i := slices.IndexFunc(handoffSteps, func(d handoffStepDef) bool { return d.step == step })
+		if i < 0 {
+			p.logger().Error("handoff: a step the plan names has no function; skipped", "step", string(step))
+			continue
+		}
+		d := handoffSteps[i]
+		if err := p.step(d.name, func() error { return d.run(p, &h) }); err != nil && d.fatal {
 			p.rescue(err)
 		}
 	}
-	if p.seedSaved || p.keepsSelfAfterHandoff() {
-		p.step("start the work after the handoff", p.startAfterHandoff)
-	}
-	if p.keepLeases {
-		p.step("start the lease keeper", p.startLeaseKeeper)
-	}
-	if p.Reaper != nil {
-		p.step("stop reaping", func() error { p.Reaper.Stop(); return nil })
-	}
 	p.execRealInit()
 	p.rescue(errors.New("no init could be executed"))
+}
+
+// handoffStepDef is how a step of the plan is carried out.
+type handoffStepDef struct {
+	step handoffStep
+	// name is the step in the log and the timeline (HandoffStepPrefix).
+	name string
+	// fatal: when it fails there is nothing to hand off to.
+	fatal bool
+	run   func(p *PID1, h *handoffPlan) error
+}
+
+// handoffSteps are the steps of the handoff in the order they run, each
+// calling the function it is named for with its part of the plan.
+// carryOutHandoff's doc comment lists them, in this order (a test checks).
+var handoffSteps = []handoffStepDef{
+	{stepKeepStateInTarget, "keep the boot's state in the target", false, func(p *PID1, h *handoffPlan) error {
+		if !h.KeepState {
+			return nil
+		}
+		return p.keepStateInTarget()
+	}},
+	{stepHandNetworkToOS, "hand the network to the root's own service", false, func(p *PID1, h *handoffPlan) error {
+		return p.handNetworkToOS(h)
+	}},
+	{stepNoteLeasesToKeep, "note the DHCP leases to keep", false, func(p *PID1, h *handoffPlan) error {
+		return p.noteLeasesToKeep(&h.Keeper)
+	}},
+	{stepNoteFinalStageWait, "note what the final stage waits for", false, func(p *PID1, h *handoffPlan) error {
+		return p.noteFinalStageWait(h.FinalWait)
+	}},
+	{stepReleaseTarget, "release the target's mounts", false, func(p *PID1, h *handoffPlan) error {
+		return p.releaseTarget(h.Mounts)
+	}},
+	{stepMakeAPIMountPoints, "make the API mount points in the root", false, func(p *PID1, h *handoffPlan) error {
+		return p.makeAPIMountPoints()
+	}},
+	{stepRestoreReadOnly, "put the root back read-only", false, func(p *PID1, h *handoffPlan) error {
+		return p.restoreReadOnly(h.ReadOnly)
+	}},
+	{stepRecordTimeline, "record the timeline", false, func(p *PID1, h *handoffPlan) error {
+		return p.recordTimeline()
+	}},
+	{stepSwitchRoot, "switch root", true, func(p *PID1, h *handoffPlan) error {
+		return p.switchRoot()
+	}},
+	{stepStartAfterHandoff, "start the work after the handoff", false, func(p *PID1, h *handoffPlan) error {
+		return p.startAfterHandoff(h.AfterHandoff, h.FinalWait)
+	}},
+	{stepStartLeaseKeeper, "start the lease keeper", false, func(p *PID1, h *handoffPlan) error {
+		return p.startLeaseKeeper(h.Keeper)
+	}},
+	{stepStopReaping, "stop reaping", false, func(p *PID1, h *handoffPlan) error {
+		return p.stopReaping()
+	}},
 }
 
 // HandoffStepPrefix names the handoff's steps in the timeline.
@@ -112,13 +184,62 @@ func (p *PID1) step(name string, fn func() error) error {
 	return err
 }
 
+// pid1Snapshot is the part of the handoff's snapshot that is PID 1's own
+// state, read without a look at the machine.
+func (p *PID1) pid1Snapshot() handoffSnapshot {
+	return handoffSnapshot{
+		Initramfs:    p.Initramfs,
+		Target:       p.targetDir(),
+		Disabled:     p.Opts.Disable,
+		ReadOnly:     p.Opts.ReadOnly,
+		RemountedRW:  p.remountedRW,
+		DHCP:         p.Opts.DHCP,
+		SeedSaved:    p.seedSaved,
+		KeepsSelf:    p.keepsSelfAfterHandoff(),
+		Released:     p.released,
+		Reaping:      p.Reaper != nil,
+		MountsBefore: p.mountsBefore,
+		LiveNet:      p.liveNet,
+		Ephemeral:    p.ephemeral,
+		LiveLeases:   p.liveLeases,
+		LiveLeases6:  p.liveLeases6,
+	}
+}
+
+// takeHandoffSnapshot is what the handoff is decided from: PID 1's state
+// and, where it matters, the machine: the mount table when PID 1 mounted
+// in the target, and the root's network service, the links and their
+// addresses when it brought a network up.
+func (p *PID1) takeHandoffSnapshot() handoffSnapshot {
+	s := p.pid1Snapshot()
+	if s.MountsBefore != nil && !s.Released {
+		s.TargetMount, s.Mounts, s.MountsErr = targetMounts(s.Target)
+	}
+	if s.LiveNet != nil || len(s.Ephemeral) > 0 {
+		s.OSNetwork, s.HasOSNetwork, s.OSNetworkErr = findOSNetwork(s.Target)
+		s.Links = lookAtLinks(s.LiveNet, s.Ephemeral, s.LiveLeases, s.LiveLeases6)
+		s.MissingNICs, s.MissingErr = live.Missing(s.LiveNet)
+	}
+	return s
+}
+
+// targetMounts reads the id of dir's mount and the mount table.
+func targetMounts(dir string) (top uint64, table []mountEntry, err error) {
+	top, err = mountID(dir)
+	if err != nil {
+		return 0, nil, fmt.Errorf("identify the mount at %s: %w", dir, err)
+	}
+	table, err = readMountTable()
+	if err != nil {
+		return 0, nil, err
+	}
+	return top, table, nil
+}
+
 // keepStateInTarget saves what the next boot and `seedinit analyze` want
 // from this one into the target while it is still writable and whole: a
 // fresh random seed and the timeline.
 func (p *PID1) keepStateInTarget() error {
-	if p.Opts.Disable || p.released {
-		return nil
-	}
 	root, err := rootfs.Open(p.targetDir())
 	if err != nil {
 		return err
@@ -149,33 +270,15 @@ func isAPIDir(rel string) bool {
 	return slices.ContainsFunc(apiDirs, func(d string) bool { return rel == d || strings.HasPrefix(rel, d+"/") })
 }
 
-// noteFinalStageWait works out which of the target's filesystems the
-// final stage must wait for and says so in status.json, written to the
-// real /var while it is still mounted: if the real init never makes the
-// root writable or never mounts them, status.json says why the final
-// stage has not run.
-func (p *PID1) noteFinalStageWait() error {
-	if !(p.seedSaved || p.keepsSelfAfterHandoff()) || p.released {
-		return nil
+// noteFinalStageWait says in status.json what the final stage will wait
+// for (f), written to the real /var while it is still mounted: if the
+// real init never makes the root writable or never mounts them,
+// status.json says why the final stage has not run.
+func (p *PID1) noteFinalStageWait(f finalWaitPlan) error {
+	if f.Err != nil {
+		return f.Err
 	}
-	if p.mountsBefore != nil {
-		table, err := readMountTable()
-		if err != nil {
-			return err
-		}
-		top, err := mountID(p.targetDir())
-		if err != nil {
-			return err
-		}
-		for _, m := range mountsBelow(table, top) {
-			rel := strings.TrimPrefix(m.Point, strings.TrimSuffix(p.targetDir(), "/"))
-			if !p.mountsBefore[m.ID] && !isAPIDir(rel) && !slices.Contains(p.finalWaitsFor, rel) {
-				p.finalWaitsFor = append(p.finalWaitsFor, rel)
-			}
-		}
-		slices.Sort(p.finalWaitsFor)
-	}
-	if !p.seedSaved {
+	if !f.Note {
 		return nil
 	}
 	root, err := rootfs.Open(p.targetDir())
@@ -183,7 +286,7 @@ func (p *PID1) noteFinalStageWait() error {
 		return err
 	}
 	defer root.Close()
-	return stages.NoteFinalStageWait(root, FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))
+	return stages.NoteFinalStageWait(root, FinalStageWaitReason(f.Mounts, f.Network))
 }
 
 // FinalStageWaitReason is what status.json says while the final stage
@@ -199,17 +302,21 @@ func FinalStageWaitReason(mounts, network []string) string {
 	return r
 }
 
-// releaseTarget unmounts what PID 1 mounted below the target (deepest
-// first) and flushes it: the real init mounts its filesystems itself.
-func (p *PID1) releaseTarget() error {
-	if p.mountsBefore == nil || p.released {
+// releaseTarget flushes the target's filesystems and unmounts what PID 1
+// mounted below it (m.Unmount, deepest first): the real init mounts its
+// filesystems itself. Nothing more may be written to the target after.
+func (p *PID1) releaseTarget(m mountPlan) error {
+	if !m.Release {
 		return nil
 	}
 	p.released = true
 	if err := syncMounts(p.targetDir()); err != nil {
 		p.logger().Warn("flush the target's filesystems", "error", err.Error())
 	}
-	res := unmountNewBelow(p.targetDir(), p.mountsBefore, ownedBy(p.Reaper), p.logger())
+	if m.Err != nil {
+		return m.Err
+	}
+	res := unmountAll(p.targetDir(), m.Unmount, ownedBy(p.Reaper), p.logger())
 	if len(res.taken) > 0 {
 		p.logger().Info("target's mounts released for the real init", "unmounted", strings.Join(res.taken, " "))
 	}
@@ -239,20 +346,11 @@ func (p *PID1) makeAPIMountPoints() error {
 	return errors.Join(errs...)
 }
 
-// restoreReadOnly puts the root back to read-only when the command line
-// asks for it: the real init expects the root as the kernel would have
-// mounted it, and remounts it itself after its checks.
-func (p *PID1) restoreReadOnly() error {
-	if !p.Opts.ReadOnly {
-		return nil
-	}
-	dir := ""
-	switch {
-	case p.Initramfs:
-		dir = sysroot
-	case p.remountedRW:
-		dir = "/"
-	default:
+// restoreReadOnly puts the root at dir ("" none) back to read-only, as
+// the command line asks: the real init expects the root as the kernel
+// would have mounted it, and remounts it itself after its checks.
+func (p *PID1) restoreReadOnly(dir string) error {
+	if dir == "" {
 		return nil
 	}
 	if err := syncFS(dir); err != nil {
@@ -270,6 +368,17 @@ func (p *PID1) recordTimeline() error {
 		return err
 	}
 	return os.WriteFile(TimelinePath, p.Timeline.JSON(), 0o644)
+}
+
+// switchRoot makes the provisioned root "/" (SwitchRoot).
+func (p *PID1) switchRoot() error {
+	return SwitchRoot(sysroot, p.logger())
+}
+
+// stopReaping leaves the orphans to the real init.
+func (p *PID1) stopReaping() error {
+	p.Reaper.Stop()
+	return nil
 }
 
 // KeptBinary is where seedinit keeps itself in the root for the running
@@ -374,26 +483,26 @@ func sameBuild(root *rootfs.Root, name string, self *os.File, size int64) bool {
 
 // startAfterHandoff starts a child that outlives the exec of the real
 // init (it keeps its PID; the real init inherits it as a child) and, once
-// that init has set the system up, keeps this program in the root (from
-// an initramfs) and runs the final stage (with a seed). Nothing it does
-// can delay the boot.
-func (p *PID1) startAfterHandoff() error {
+// that init has set the system up (what f says is back), keeps this
+// program in the root (a.KeepSelf) and runs the final stage (a.Final).
+// Nothing it does can delay the boot.
+func (p *PID1) startAfterHandoff(a afterHandoffPlan, f finalWaitPlan) error {
 	stage := "final"
-	if !p.seedSaved {
+	if !a.Final {
 		stage = "none"
 	}
 	args := []string{"run", "--stage", stage, "--after-handoff", "--quiet", "--root", "/"}
-	if p.seedSaved {
+	if a.Final {
 		args = append(args, "--seed", SeedCacheDir)
 	}
-	if p.keepsSelfAfterHandoff() {
+	if a.KeepSelf {
 		args = append(args, "--keep-self")
 	}
-	if len(p.finalWaitsFor) > 0 {
-		args = append(args, "--wait-for-mounts", strings.Join(p.finalWaitsFor, ","))
+	if len(f.Mounts) > 0 {
+		args = append(args, "--wait-for-mounts", strings.Join(f.Mounts, ","))
 	}
-	if len(p.finalWaitsForNetwork) > 0 {
-		args = append(args, "--wait-for-network", strings.Join(p.finalWaitsForNetwork, ","))
+	if len(f.Network) > 0 {
+		args = append(args, "--wait-for-network", strings.Join(f.Network, ","))
 	}
 	cmd := exec.Command(selfExe, args...)
 	cmd.Stdout, cmd.Stderr = p.childConsole(), p.childConsole()
@@ -405,10 +514,10 @@ func (p *PID1) startAfterHandoff() error {
 	if err := startNiced(cmd, backgroundNice); err != nil {
 		return fmt.Errorf("start %s %s: %w", selfExe, strings.Join(args, " "), err)
 	}
-	if p.seedSaved {
-		p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, p.finalWaitsForNetwork))
+	if a.Final {
+		p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(f.Mounts, f.Network))
 	} else {
-		p.logger().Info("seedinit will be kept in the root after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(p.finalWaitsFor, nil))
+		p.logger().Info("seedinit will be kept in the root after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(f.Mounts, nil))
 	}
 	return nil
 }

@@ -113,14 +113,8 @@ type PID1 struct {
 	// released: the target's mounts are taken away; nothing more may be
 	// written to it.
 	released bool
-	// finalWaitsFor are the target's filesystems (as "/var") that the
-	// final stage waits for the real init to mount again.
-	finalWaitsFor []string
-	// liveNet is the instance's network as PID 1 applied it live;
-	// finalWaitsForNetwork the interfaces handed to the root's own
-	// network service, which the final stage waits for.
-	liveNet              *model.Network
-	finalWaitsForNetwork []string
+	// liveNet is the instance's network as PID 1 applied it live.
+	liveNet *model.Network
 	// liveLeases and liveLeases6 are the leases the live network config
 	// took; with the ephemeral ones, what the lease keeper may keep.
 	liveLeases  []*dhcp.Lease
@@ -129,10 +123,6 @@ type PID1 struct {
 	// live config's DNS or its leases', or, with no live config, the
 	// search's lease's.
 	liveResolvConf []byte
-	// keepLeases: a state file for the lease keeper was written;
-	// waitLateNICs: the keeper also waits for NICs of the live config.
-	keepLeases   bool
-	waitLateNICs bool
 }
 
 // Main is PID 1: it never returns. Whatever fails or panics, it ends in
@@ -278,10 +268,15 @@ func (p *PID1) boot() {
 					p.Log.Warn("keep seedinit in the root", "error", err.Error())
 				}
 			}
-			p.keepStateInTarget()
+			// The kexec is a handoff too: its state and its mounts are
+			// decided as the handoff's are.
+			h := planHandoff(p.takeHandoffSnapshot())
+			if h.KeepState {
+				p.keepStateInTarget()
+			}
 			// The target is let go once the kernel is read (it may be on
 			// /boot). Kexec returns only on failure.
-			return Kexec(p.targetDir(), k, func() { p.releaseTarget() })
+			return Kexec(p.targetDir(), k, func() { p.releaseTarget(h.Mounts) })
 		})
 	}
 }

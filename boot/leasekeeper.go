@@ -3,7 +3,6 @@ package boot
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,11 +12,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	nlink "github.com/seedinit/seedinit/netup/link"
-	"github.com/seedinit/seedinit/netup/live"
-	"github.com/seedinit/seedinit/netup/model"
 )
 
 // An appliance image without a DHCP client keeps the address PID 1 got
@@ -41,71 +37,63 @@ const (
 	LateNICsNetwork  = RunDir + "/network-live.json"
 )
 
-// noteLeasesToKeep decides whether the leases are kept after the handoff
-// and, if so, writes the keeper's state file. It runs after the network
-// was handed to the root's own service, so what that service took back is
-// no longer live and is not kept. On a root with no network service at
-// all, NICs of the live config that have not appeared yet are waited for
-// by the same keeper (a NIC attached after the boot), which configures
-// them as PID 1 would have.
-func (p *PID1) noteLeasesToKeep() error {
-	if p.Opts.DHCP == DHCPOff || p.Opts.Disable || (p.liveNet == nil && len(p.ephemeral) == 0) {
+// noteLeasesToKeep writes the keeper's state file with the leases k
+// keeps and, when the keeper waits for NICs of the live config that are
+// not there yet, that config. It runs after the network was handed to the
+// root's own service: a lease k keeps that is no longer on its NIC (a
+// release that took a link with the one below it) is not written, and
+// with nothing left to keep the keeper does not start.
+func (p *PID1) noteLeasesToKeep(k *keeperPlan) error {
+	if k.Err != nil {
+		return k.Err
+	}
+	if k.RootClient != "" {
+		p.logger().Info("the root has a DHCP client of its own: no lease keeper", "service", k.RootClient)
+	}
+	if k.LateErr != nil {
+		p.logger().Warn("look for the network config's NICs", "error", k.LateErr.Error())
+	}
+	if !k.Start {
 		return nil
 	}
-	root, err := rootfs.Open(p.targetDir())
-	if err != nil {
-		return err
-	}
-	stack, hasService := detectOSNetwork(root)
-	root.Close()
-	st := &dhcp.KeepState{}
-	if p.Opts.DHCP == DHCPKeep || !hasService || !stack.dhcp {
-		st = dhcp.NewKeepState(dedupe(liveOnly(append(slices.Clone(p.ephemeral), p.liveLeases...))), liveOnly6(p.liveLeases6))
-	} else {
-		p.logger().Info("the root has a DHCP client of its own: no lease keeper", "service", stack.name)
-	}
-	var late []*model.Interface
-	if !hasService && p.liveNet != nil {
-		if late, err = live.Missing(p.liveNet); err != nil {
-			p.logger().Warn("look for the network config's NICs", "error", err.Error())
-		}
-	}
-	if len(st.Leases) == 0 && len(late) == 0 {
+	k.Start = false
+	st := dhcp.NewKeepState(liveOnly(slices.Clone(k.Leases)), liveOnly6(k.Leases6))
+	if len(st.Leases) == 0 && k.LateNICs == nil {
 		return nil
 	}
 	if err := st.Write(LeaseKeeperState); err != nil {
 		return fmt.Errorf("write the lease keeper's state: %w", err)
 	}
-	if len(late) > 0 {
-		// Only what is missing now: the keeper configures each of these
-		// when it comes, or at once if it came in between.
-		n := &model.Network{Version: p.liveNet.Version, Interfaces: late, Routes: p.liveNet.Routes, DNS: p.liveNet.DNS, UseIPv6: p.liveNet.UseIPv6}
-		b, err := json.Marshal(n)
+	if k.LateNICs != nil {
+		b, err := json.Marshal(k.LateNICs)
 		if err == nil {
 			err = os.WriteFile(LateNICsNetwork, b, 0o600)
 		}
 		if err != nil {
 			return fmt.Errorf("write the network config for the NICs to come: %w", err)
 		}
-		names := make([]string, len(late))
-		for i, iface := range late {
+		names := make([]string, len(k.LateNICs.Interfaces))
+		for i, iface := range k.LateNICs.Interfaces {
 			names[i] = iface.Name + " (" + iface.MACAddress + ")"
 		}
 		p.logger().Info("NICs of the network config are not there yet: the lease keeper waits for them", "nics", strings.Join(names, ", "))
-		p.waitLateNICs = true
 	}
-	p.keepLeases = true
+	k.Start = true
 	return nil
 }
 
 // startLeaseKeeper starts the keeper, after the switch, in its own
-// session so that the real init inherits it.
-func (p *PID1) startLeaseKeeper() error {
+// session so that the real init inherits it, when noteLeasesToKeep wrote
+// its state.
+func (p *PID1) startLeaseKeeper(k keeperPlan) error {
+	if !k.Start {
+		return nil
+	}
 	args := []string{"dhcp", "keep", "--state", LeaseKeeperState}
-	if p.waitLateNICs {
+	if k.LateNICs != nil {
 		args = append(args, "--network", LateNICsNetwork)
 	}
-	if p.keepsSelfAfterHandoff() {
+	if k.MoveToKept {
 		// Run from the initramfs's copy, which the switch deleted, it would
 		// pin 12 MB of RAM for as long as it runs: it moves to the copy the
 		// final stage keeps in the root once that is there.
@@ -134,26 +122,25 @@ func liveOnly6(leases []*dhcp.Lease6) []*dhcp.Lease6 {
 	})
 }
 
-// dedupe keeps one lease per NIC: the live config's DHCP on a NIC the
-// search already leased is the later one.
-func dedupe(leases []*dhcp.Lease) []*dhcp.Lease {
-	var out []*dhcp.Lease
-	for i := len(leases) - 1; i >= 0; i-- {
-		if !slices.ContainsFunc(out, func(l *dhcp.Lease) bool { return l.Interface == leases[i].Interface }) {
-			out = append([]*dhcp.Lease{leases[i]}, out...)
-		}
-	}
-	return out
+// hasAddress reports whether addr is on the link iface.
+func hasAddress(iface string, addr netip.Addr) bool {
+	have, _ := linkAddrs(iface)
+	return slices.Contains(have, addr)
 }
 
-func hasAddress(iface string, addr netip.Addr) bool {
-	link, err := netlink.LinkByName(iface)
+// linkAddrs are the addresses on the link called name; ok is false when
+// there is no such link.
+func linkAddrs(name string) (addrs []netip.Addr, ok bool) {
+	link, err := netlink.LinkByName(name)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	addrs, err := nlink.Addrs(link, netlink.FAMILY_ALL)
-	if err != nil {
-		return false
+	list, _ := nlink.Addrs(link, netlink.FAMILY_ALL)
+	addrs = []netip.Addr{}
+	for _, a := range list {
+		if addr, ok := netip.AddrFromSlice(a.IP); ok {
+			addrs = append(addrs, addr.Unmap())
+		}
 	}
-	return slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IP.Equal(net.IP(addr.AsSlice())) })
+	return addrs, true
 }

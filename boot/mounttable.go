@@ -154,35 +154,19 @@ type releaseResult struct {
 	errs  []error
 }
 
-// unmountNewBelow unmounts every mount below the mount at dir that is not
-// in before, deepest first. A busy one with a device behind it (a
-// filesystem the real init checks) is never detached: the processes o
+// unmountAll unmounts mounts, the mounts PID 1 made below the target at
+// dir, in their order (deepest first). A busy one with a device behind it
+// (a filesystem the real init checks) is never detached: the processes o
 // owns that hold it are ended and the unmount tried again; when it is
 // still busy it stays mounted where it is, the reason in the log, for a
 // detached filesystem keeps its device claimed and fsck refuses it, while
 // one mounted in place is skipped by fsck -M and mount -a. A busy virtual
 // filesystem (the API filesystems lent to commands, a tmpfs) is
 // detached: nothing checks it.
-func unmountNewBelow(dir string, before mountSnapshot, o ownership, log *slog.Logger) releaseResult {
+func unmountAll(dir string, mounts []mountEntry, o ownership, log *slog.Logger) releaseResult {
 	var res releaseResult
-	top, err := mountID(dir)
-	if err != nil {
-		res.errs = append(res.errs, fmt.Errorf("identify the mount at %s: %w", dir, err))
-		return res
-	}
-	table, err := readMountTable()
-	if err != nil {
-		res.errs = append(res.errs, err)
-		return res
-	}
-	for _, m := range mountsBelow(table, top) {
-		if before[m.ID] {
-			continue
-		}
-		rel := strings.TrimPrefix(m.Point, strings.TrimSuffix(dir, "/"))
-		if rel == "" {
-			rel = "/"
-		}
+	for _, m := range mounts {
+		rel := relToTarget(dir, m.Point)
 		err := unix.Unmount(m.Point, 0)
 		if errors.Is(err, unix.EBUSY) && isVirtualFS(m.FSType) {
 			err = unix.Unmount(m.Point, unix.MNT_DETACH)

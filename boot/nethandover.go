@@ -2,6 +2,7 @@ package boot
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -49,57 +50,86 @@ func detectOSNetwork(root *rootfs.Root) (osNetwork, bool) {
 	return osNetwork{}, false
 }
 
-// needsDHCP4 reports whether an interface gets its IPv4 address by DHCP.
-func needsDHCP4(iface *model.Interface) bool {
-	return slices.ContainsFunc(iface.Subnets, func(s model.Subnet) bool {
-		return s.Type == model.SubnetDHCP || s.Type == model.SubnetDHCP4
-	})
-}
-
-// handNetworkToOS releases the live network on the interfaces the root's
-// own network service will bring up, and records them for the final
-// stage, which waits for them to be up again.
-func (p *PID1) handNetworkToOS() error {
-	if p.liveNet == nil && len(p.ephemeral) == 0 {
-		return nil
-	}
-	root, err := rootfs.Open(p.targetDir())
+// findOSNetwork is detectOSNetwork in the target at dir.
+func findOSNetwork(dir string) (osNetwork, bool, error) {
+	root, err := rootfs.Open(dir)
 	if err != nil {
-		return err
+		return osNetwork{}, false, err
 	}
 	defer root.Close()
 	stack, ok := detectOSNetwork(root)
-	if !ok {
+	return stack, ok, nil
+}
+
+// lookAtLinks finds which of the links the live config and the leases
+// name are there, with their addresses.
+func lookAtLinks(n *model.Network, ephemeral, leases []*dhcp.Lease, leases6 []*dhcp.Lease6) map[string][]netip.Addr {
+	var names []string
+	if n != nil {
+		for _, iface := range n.Interfaces {
+			names = append(names, iface.Name)
+		}
+	}
+	for _, l := range append(slices.Clone(ephemeral), leases...) {
+		names = append(names, l.Interface)
+	}
+	for _, l := range leases6 {
+		names = append(names, l.Interface)
+	}
+	out := map[string][]netip.Addr{}
+	for _, name := range names {
+		if _, seen := out[name]; seen {
+			continue
+		}
+		if have, ok := linkAddrs(name); ok {
+			out[name] = have
+		}
+	}
+	return out
+}
+
+// handNetworkToOS releases the live network on the interfaces the root's
+// own network service will bring up (h.Network), and puts what it
+// released in h.FinalWait, for the final stage to wait for.
+func (p *PID1) handNetworkToOS(h *handoffPlan) error {
+	n := h.Network
+	if n.Err != nil {
+		return n.Err
+	}
+	if n.Stays {
 		p.logger().Info("the root has no network service of its own: the network stays as PID 1 set it")
 		return nil
+	}
+	if n.Service == "" {
+		return nil
+	}
+	// The final stage waits for what is released here, which is what
+	// the plan says unless a release fails.
+	if h.AfterHandoff.starts() {
+		h.FinalWait.Network = nil
 	}
 	var errs []error
 	var released []string
 	if p.liveNet != nil {
-		hand := func(iface *model.Interface) bool { return stack.dhcp || !needsDHCP4(iface) }
-		names, err := live.Release(p.liveNet, hand)
+		names, err := live.Release(p.liveNet, func(iface *model.Interface) bool { return slices.Contains(n.Hand, iface.Name) })
 		released = names
 		errs = append(errs, err)
 	}
-	// The search's leases on interfaces the config left alone (or when
-	// there was none and the OS takes the fallback's DHCP) go as well, as
-	// cloud-init tears its ephemeral network down: the OS's client asks
-	// again.
-	if stack.dhcp {
-		for _, l := range p.ephemeral {
-			if slices.Contains(released, l.Interface) {
-				continue
-			}
-			if err := l.Remove(); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			released = append(released, l.Interface)
+	for _, l := range n.TakeBack {
+		if slices.Contains(released, l.Interface) {
+			continue
 		}
+		if err := l.Remove(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		released = append(released, l.Interface)
+	}
+	if h.AfterHandoff.starts() {
+		h.FinalWait.Network = released
 	}
 	if len(released) > 0 {
-		p.finalWaitsForNetwork = released
-		p.logger().Info("network handed to the root's own service", "service", stack.name, "interfaces", strings.Join(released, " "))
+		p.logger().Info("network handed to the root's own service", "service", n.Service, "interfaces", strings.Join(released, " "))
 	}
 	return errors.Join(errs...)
 }

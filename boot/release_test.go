@@ -148,3 +148,14 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
+
+// unmountNewBelow is the handoff's release of what was mounted below dir
+// since before, as planHandoff decides it from the mount table now.
+func unmountNewBelow(dir string, before mountSnapshot, o ownership, log *slog.Logger) releaseResult {
+	top, table, err := targetMounts(dir)
+	if err != nil {
+		return releaseResult{errs: []error{err}}
+	}
+	m := planMounts(handoffSnapshot{Target: dir, MountsBefore: before, Mounts: table, TargetMount: top})
+	return unmountAll(dir, m.Unmount, o, log)
+}
