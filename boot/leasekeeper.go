@@ -22,8 +22,10 @@ import (
 // root has no DHCP client, PID 1 writes down the leases still live at the
 // handoff and starts `seedinit dhcp keep`, a process that outlives the
 // exec of the real init (as the final stage's does) and renews them.
-// seedinit.dhcp=keep starts it whatever the root has, seedinit.dhcp=off
-// never. The keeper stands aside on its own when the image later starts a
+// seedinit.dhcp=off never starts it; seedinit.dhcp=keep keeps what is
+// live after the hand-over, which on a root whose service has a DHCP
+// client is nothing (planNetwork hands that service every interface).
+// The keeper stands aside on its own when the image later starts a
 // DHCP client for a NIC (see netup/dhcp/claims.go). On a root with no
 // network service at all, it also configures the NICs of the network
 // config that come after the boot.
