@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/boot"
+	"github.com/seedinit/seedinit/internal/samefile"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/live"
 	"github.com/seedinit/seedinit/netup/model"
@@ -202,7 +203,7 @@ func runningFromDeletedFile() bool {
 func waitForSameBuild(ctx context.Context, path string) bool {
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
-		if same, err := boot.IsSelf(path); err == nil && same {
+		if same, err := samefile.IsSelf(path); err == nil && same {
 			return true
 		}
 		select {
