@@ -19,6 +19,7 @@ import (
 	"github.com/seedinit/seedinit/apply/stages"
 	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/internal/safego"
+	"github.com/seedinit/seedinit/internal/samefile"
 	"github.com/seedinit/seedinit/netup/live"
 )
 
@@ -465,7 +466,9 @@ func KeepRunningSelf(rootDir string, log *slog.Logger) error {
 	return KeepSelf(rootDir, self, log)
 }
 
-// sameBuild reports whether name in root is the build self is.
+// sameBuild reports whether name in root is the build self is (size
+// bytes): samefile.SameBuild, the size and the head that holds Go's build
+// ID, not every byte. A file not even of self's size is not opened.
 func sameBuild(root *rootfs.Root, name string, self *os.File, size int64) bool {
 	fi, err := root.Stat(name)
 	if err != nil || fi.Size() != size {
@@ -476,8 +479,7 @@ func sameBuild(root *rootfs.Root, name string, self *os.File, size int64) bool {
 		return false
 	}
 	defer f.Close()
-	const head = 64 << 10
-	same, err := sameContent(io.LimitReader(f, head), io.NewSectionReader(self, 0, min(size, head)))
+	same, err := samefile.SameBuild(f, self)
 	return err == nil && same
 }
 

@@ -1,91 +1,37 @@
 package boot
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedinit/seedinit/internal/samefile"
 )
 
 // PID 1 decides what it is, what the root is and whether a path is itself
 // by the identity of files and filesystems, never by comparing path
 // strings: on a usrmerge root /sbin/seedinit is /usr/sbin/seedinit, an
 // initramfs built by u-root makes /init a symlink, and a string compare
-// that missed either made PID 1 exec itself in a loop.
+// that missed either made PID 1 exec itself in a loop. What "the same
+// file" and "the same program" mean is internal/samefile's.
 
 // fileID is a file's identity: the device of its filesystem and its inode.
-type fileID struct{ dev, ino uint64 }
+type fileID = samefile.ID
 
 // identify stats path, following symlinks.
-func identify(path string) (fileID, int64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return fileID{}, 0, err
-	}
-	return fileID{dev: st.Dev, ino: st.Ino}, st.Size, nil
-}
+func identify(path string) (fileID, int64, error) { return samefile.Identify(path) }
 
 // selfExe is this process's executable; it names the running binary even
 // after the initramfs that held it was emptied.
-const selfExe = "/proc/self/exe"
+const selfExe = samefile.SelfExe
 
-// isSameProgram reports whether the program at path is self (this
-// seedinit's executable): the same file by any name (hard link, symlink,
-// /sbin on a usrmerge root), or a copy of the same binary (the same size
-// and bytes), which would run this very boot again. Without self to
-// compare with, nothing is seedinit: exec'ing is better than no boot.
-func isSameProgram(path string, self *os.File) (bool, error) {
-	id, size, err := identify(path)
-	if err != nil {
-		return false, err
-	}
-	if self == nil {
-		return false, nil
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(self.Fd()), &st); err != nil {
-		return false, fmt.Errorf("identify seedinit itself: %w", err)
-	}
-	if id == (fileID{dev: st.Dev, ino: st.Ino}) {
-		return true, nil
-	}
-	if size != st.Size {
-		return false, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	return sameContent(f, io.NewSectionReader(self, 0, st.Size))
-}
-
-// sameContent compares two readers to their ends.
-func sameContent(a, b io.Reader) (bool, error) {
-	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
-	for {
-		na, errA := io.ReadFull(a, bufA)
-		nb, errB := io.ReadFull(b, bufB)
-		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
-			return false, nil
-		}
-		endA := errors.Is(errA, io.EOF) || errors.Is(errA, io.ErrUnexpectedEOF)
-		endB := errors.Is(errB, io.EOF) || errors.Is(errB, io.ErrUnexpectedEOF)
-		switch {
-		case errA != nil && !endA:
-			return false, errA
-		case errB != nil && !endB:
-			return false, errB
-		case endA || endB:
-			return endA == endB, nil
-		}
-	}
-}
+// isSameProgram reports whether the program at path is self, by identity
+// or by every byte; see samefile.Program.
+func isSameProgram(path string, self *os.File) (bool, error) { return samefile.Program(path, self) }
 
 // IsInitramfs reports whether "/" is an initramfs: the kernel unpacks one
 // into a ramfs (or a tmpfs), and no disk root is either.
@@ -203,15 +149,4 @@ func isMountPoint(dir string) bool {
 	}
 	// Kernels before 5.8: a different device is still a mount point.
 	return sa.Dev != sb.Dev
-}
-
-// IsSelf reports whether the program at path is this process's own
-// executable, by identity or by content.
-func IsSelf(path string) (bool, error) {
-	self, err := os.Open(selfExe)
-	if err != nil {
-		return false, err
-	}
-	defer self.Close()
-	return isSameProgram(path, self)
 }

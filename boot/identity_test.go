@@ -1,7 +1,6 @@
 package boot
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,57 +9,6 @@ import (
 
 	"github.com/seedinit/seedinit/internal/testenv"
 )
-
-// A usrmerge root, hard links and copies: every way an init candidate can
-// be seedinit itself is recognised by the file, never by its name.
-func TestIsSameProgram(t *testing.T) {
-	dir := t.TempDir()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	program := []byte("\x7fELF pretend seedinit " + string(make([]byte, 200<<10)))
-	must(os.MkdirAll(filepath.Join(dir, "usr/sbin"), 0o755))
-	must(os.Symlink("usr/sbin", filepath.Join(dir, "sbin")))
-	self := filepath.Join(dir, "usr/sbin/seedinit")
-	must(os.WriteFile(self, program, 0o755))
-	must(os.Link(self, filepath.Join(dir, "usr/sbin/init-hardlink")))
-	must(os.Symlink("seedinit", filepath.Join(dir, "usr/sbin/init")))
-	must(os.WriteFile(filepath.Join(dir, "usr/sbin/seedinit-copy"), program, 0o755))
-	other := append([]byte(nil), program...)
-	other[len(other)-1] = 'x' // same size, one byte apart
-	must(os.WriteFile(filepath.Join(dir, "usr/sbin/real-init"), other, 0o755))
-	must(os.WriteFile(filepath.Join(dir, "usr/sbin/small-init"), []byte("#!/bin/sh\n"), 0o755))
-
-	selfFile, err := os.Open(self)
-	must(err)
-	defer selfFile.Close()
-	for _, tc := range []struct {
-		path string
-		want bool
-	}{
-		{"sbin/seedinit", true}, // /sbin -> usr/sbin: the string differs, the file does not
-		{"usr/sbin/seedinit", true},
-		{"usr/sbin/init", true},
-		{"usr/sbin/init-hardlink", true},
-		{"usr/sbin/seedinit-copy", true},
-		{"sbin/real-init", false},
-		{"sbin/small-init", false},
-	} {
-		got, err := isSameProgram(filepath.Join(dir, tc.path), selfFile)
-		if err != nil || got != tc.want {
-			t.Errorf("isSameProgram(%s) = %v, %v; want %v", tc.path, got, err, tc.want)
-		}
-	}
-	if _, err := isSameProgram(filepath.Join(dir, "sbin/missing"), selfFile); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a missing candidate: %v, want not-exist", err)
-	}
-	if got, err := isSameProgram(filepath.Join(dir, "sbin/seedinit"), nil); got || err != nil {
-		t.Errorf("without knowing itself: %v, %v; want false (exec rather than no boot)", got, err)
-	}
-}
 
 func TestInitCandidates(t *testing.T) {
 	p := &PID1{Opts: Options{Init: "/sbin/init"}}

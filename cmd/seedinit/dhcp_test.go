@@ -17,6 +17,7 @@ import (
 	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/internal/testenv"
 	"github.com/seedinit/seedinit/netup/dhcp"
+	"github.com/seedinit/seedinit/netup/keeper"
 	"github.com/seedinit/seedinit/netup/model"
 )
 
@@ -49,6 +50,29 @@ func TestDHCPKeepRefusals(t *testing.T) {
 	}
 }
 
+// The keeper's move to the root's copy execs `seedinit dhcp keep` with
+// the arguments netup/keeper writes: these flags must read them back as
+// the same keeper (without --move-to, which the root's copy has no use
+// for).
+func TestDHCPKeepArgsReadBack(t *testing.T) {
+	for _, want := range []keeper.Options{
+		{State: "/run/seedinit/dhcp-leases.json"},
+		{State: "/run/s.json", Network: "/run/seedinit/network-live.json"},
+		{State: "/run/s.json", Network: "/run/n.json", Debug: true},
+		{State: "/run/s.json", Debug: true},
+	} {
+		var stderr strings.Builder
+		got, code, ok := parseDHCPKeep(want.Args()[1:], &stderr)
+		if !ok || code != exitOK {
+			t.Fatalf("%q: exit %d: %s", want.Args(), code, stderr.String())
+		}
+		if got.State != want.State || got.Network != want.Network || got.Debug != want.Debug || got.MoveTo != "" {
+			t.Errorf("%q read back as state %q network %q debug %v move-to %q; want %+v",
+				want.Args(), got.State, got.Network, got.Debug, got.MoveTo, want)
+		}
+	}
+}
+
 // The real `seedinit dhcp keep`, as PID 1 starts it: from a copy of the
 // program that was deleted (the initramfs's), told to move to the copy
 // in the root, with two NICs of the network config still to come. The
@@ -63,32 +87,13 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	if !nstest.Enter(t) {
 		return
 	}
-	dnsmasq := testenv.NeedCommand(t, "dnsmasq", "apt-get install dnsmasq-base")
 	dir := t.TempDir()
-	up := func(name, addr string) {
-		t.Helper()
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, _ := netlink.ParseAddr(addr)
-		if err := netlink.AddrAdd(l, a); err != nil {
-			t.Fatal(err)
-		}
-		if err := netlink.LinkSetUp(l); err != nil {
-			t.Fatal(err)
-		}
-	}
 	nstest.Veth(t, "eth0", "srv0", "52:54:00:00:0a:01")
-	up("srv0", "192.0.2.1/24")
+	nstest.Up(t, "srv0", "192.0.2.1/24")
 	// One server for every NIC, on the veth peers; with ignoring, it does
 	// not answer late0.
-	var serverLog testenv.Buffer
 	startServer := func(ignoring bool) *exec.Cmd {
-		args := []string{"--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
-			"--user=root", "--port=0", "--interface=srv0", "--interface=srv1", "--interface=srv2", "--bind-dynamic",
-			"--no-resolv", "--no-hosts", "--dhcp-authoritative", "--no-ping", "--log-dhcp",
-			"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
+		args := []string{"--interface=srv0", "--interface=srv1", "--interface=srv2", "--bind-dynamic",
 			"--dhcp-range=192.0.2.50,192.0.2.50,255.255.255.0,2m",
 			"--dhcp-range=198.51.100.50,198.51.100.50,255.255.255.0,2m",
 			"--dhcp-range=203.0.113.50,203.0.113.50,255.255.255.0,2m",
@@ -96,15 +101,9 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 		if ignoring {
 			args = append(args, "--dhcp-mac=set:ignored,52:54:00:00:0a:02", "--dhcp-ignore=tag:ignored")
 		}
-		server := exec.Command(dnsmasq, args...)
-		server.Stdout, server.Stderr = &serverLog, &serverLog
-		if err := server.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return server
+		return nstest.Dnsmasq(t, dir, args...)
 	}
 	server := startServer(true)
-	t.Cleanup(func() { server.Process.Kill(); server.Wait(); t.Logf("dnsmasq:\n%s", serverLog.String()) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -123,7 +122,7 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	dhcpNIC := func(name, mac string) *model.Interface {
 		return &model.Interface{Name: name, Type: model.TypePhysical, MACAddress: mac, Subnets: []model.Subnet{{Type: model.SubnetDHCP}}}
 	}
-	if err := writeNetwork(network, &model.Network{Version: 2, Interfaces: []*model.Interface{
+	if err := keeper.WriteNetwork(network, &model.Network{Version: 2, Interfaces: []*model.Interface{
 		dhcpNIC("late0", "52:54:00:00:0a:02"), dhcpNIC("late1", "52:54:00:00:0a:03"),
 	}}); err != nil {
 		t.Fatal(err)
@@ -137,21 +136,21 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	if err := os.WriteFile(initramfsCopy, self, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	keeper := exec.Command(initramfsCopy, "dhcp", "keep", "--state", state, "--network", network, "--move-to", rootCopy)
-	keeper.Env = append(os.Environ(), asCommandEnv+"=1", waitGoneEnv+"="+initramfsCopy)
+	proc := exec.Command(initramfsCopy, "dhcp", "keep", "--state", state, "--network", network, "--move-to", rootCopy)
+	proc.Env = append(os.Environ(), asCommandEnv+"=1", waitGoneEnv+"="+initramfsCopy)
 	var keeperLog testenv.Buffer
-	keeper.Stdout, keeper.Stderr = &keeperLog, &keeperLog
-	if err := keeper.Start(); err != nil {
+	proc.Stdout, proc.Stderr = &keeperLog, &keeperLog
+	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- keeper.Wait() }()
+	go func() { exited <- proc.Wait() }()
 	t.Cleanup(func() {
-		keeper.Process.Signal(syscall.SIGTERM)
+		proc.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
 		case <-time.After(20 * time.Second):
-			keeper.Process.Kill()
+			proc.Process.Kill()
 		}
 		t.Logf("the keeper:\n%s", keeperLog.String())
 	})
@@ -174,14 +173,14 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	}
 	// late0 comes and gets no answer.
 	nstest.Veth(t, "eth5", "srv1", "52:54:00:00:0a:02")
-	up("srv1", "198.51.100.1/24")
+	nstest.Up(t, "srv1", "198.51.100.1/24")
 	waitUntil(60*time.Second, "the keeper gave up late0's first exchange", func() bool {
 		return strings.Contains(keeperLog.String(), "configure a NIC that came later")
 	})
 	// late1 comes; once the keeper is configuring it, the root's copy
 	// appears, and the server answers late0 from now on.
 	nstest.Veth(t, "eth6", "srv2", "52:54:00:00:0a:03")
-	up("srv2", "203.0.113.1/24")
+	nstest.Up(t, "srv2", "203.0.113.1/24")
 	waitUntil(20*time.Second, "the keeper saw late1", func() bool {
 		return strings.Count(keeperLog.String(), "a NIC of the network config appeared") >= 2
 	})
@@ -190,9 +189,9 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	}
 	server.Process.Kill()
 	server.Wait()
-	server = startServer(false)
+	startServer(false)
 	waitUntil(30*time.Second, "the keeper went on from the root's copy", func() bool {
-		exe, _ := os.Readlink("/proc/" + strconv.Itoa(keeper.Process.Pid) + "/exe")
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(proc.Process.Pid) + "/exe")
 		return exe == rootCopy
 	})
 	leases := func() map[string]dhcp.KeptLease {
@@ -210,7 +209,7 @@ func TestDHCPKeepHandsOverWithLateNICs(t *testing.T) {
 	// file: both are looked at.
 	waitUntil(90*time.Second, "both late NICs' leases kept, and no NIC left to come", func() bool {
 		l := leases()
-		n, err := readNetwork(network)
+		n, err := keeper.ReadNetwork(network)
 		return l["late0"].State == "bound" && l["late1"].State == "bound" && err == nil && len(n.Interfaces) == 0
 	})
 	for nic, want := range map[string]string{"late0": "198.51.100.50/24", "late1": "203.0.113.50/24"} {

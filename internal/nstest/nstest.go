@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -108,6 +109,52 @@ func Veth(t *testing.T, name, peer, mac string) netlink.Link {
 	}
 	t.Fatalf("find veth %s (%s): %v", name, mac, err)
 	return nil
+}
+
+// Up gives the link name the address cidr ("192.0.2.1/24") and sets it
+// up: the server's end of a veth.
+func Up(t *testing.T, name, cidr string) {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatalf("find link %s: %v", name, err)
+	}
+	a, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.AddrAdd(l, a); err != nil {
+		t.Fatalf("add %s to %s: %v", cidr, name, err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		t.Fatalf("set %s up: %v", name, err)
+	}
+}
+
+// Dnsmasq starts dnsmasq as a DHCP server in the test's namespace with
+// what every such test wants (in the foreground, as root, no DNS, no
+// config file, authoritative, no ping, each exchange logged; its lease
+// and pid files in dir) and args (the interfaces, the ranges). It is
+// killed, and what it logged shown, when the test ends; the test may
+// kill it sooner. It skips the test (fails it in CI) when dnsmasq is not
+// installed.
+func Dnsmasq(t *testing.T, dir string, args ...string) *exec.Cmd {
+	t.Helper()
+	dnsmasq := testenv.NeedCommand(t, "dnsmasq", "apt-get install dnsmasq-base")
+	server := exec.Command(dnsmasq, append([]string{"--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
+		"--user=root", "--port=0", "--no-resolv", "--no-hosts", "--dhcp-authoritative", "--no-ping", "--log-dhcp",
+		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid")}, args...)...)
+	var out testenv.Buffer
+	server.Stdout, server.Stderr = &out, &out
+	if err := server.Start(); err != nil {
+		t.Fatalf("start dnsmasq: %v", err)
+	}
+	t.Cleanup(func() {
+		server.Process.Kill()
+		server.Wait()
+		t.Logf("dnsmasq %s:\n%s", strings.Join(args, " "), out.String())
+	})
+	return server
 }
 
 // WaitUp waits until every named link (set up by the test) has carrier and

@@ -6,22 +6,23 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/seedinit/seedinit/internal/samefile"
 )
 
-// compareBlock is how much of each file a comparison or a copy reads at
-// a time.
-const compareBlock = 64 << 10
+// copyBlock is how much of a file a copy reads at a time.
+const copyBlock = 64 << 10
 
-// blocks recycles the buffers of comparisons and copies: a module that
-// writes hundreds of files would otherwise leave 64 KiB of garbage for
-// each.
-var blocks = sync.Pool{New: func() any { return new([compareBlock]byte) }}
+// blocks recycles the buffers of copies: a module that writes hundreds
+// of files would otherwise leave 64 KiB of garbage for each. The
+// comparisons' own are samefile's.
+var blocks = sync.Pool{New: func() any { return new([copyBlock]byte) }}
 
 // copyFrom copies src to f through a pooled buffer. f is hidden behind a
 // plain Writer: *os.File's ReadFrom would allocate a buffer of its own
 // for a reader it cannot splice.
 func copyFrom(f *os.File, src io.Reader) error {
-	buf := blocks.Get().(*[compareBlock]byte)
+	buf := blocks.Get().(*[copyBlock]byte)
 	defer blocks.Put(buf)
 	_, err := io.CopyBuffer(struct{ io.Writer }{f}, src, buf[:])
 	return err
@@ -38,7 +39,8 @@ func (r *Root) holds(name string, data []byte, mode fs.FileMode, owner Owner) bo
 	if !sameMeta(f, int64(len(data)), mode, owner) {
 		return false
 	}
-	return sameContent(f, bytes.NewReader(data))
+	same, err := samefile.Content(f, bytes.NewReader(data))
+	return err == nil && same
 }
 
 // sameFile reports whether rel (resolved) is a regular file with the
@@ -56,7 +58,8 @@ func sameFile(dir *os.Root, base string, tmp *os.File, mode fs.FileMode, owner O
 	if !sameMeta(old, fi.Size(), mode, owner) {
 		return false
 	}
-	return sameContent(old, io.NewSectionReader(tmp, 0, fi.Size()))
+	same, err := samefile.Content(old, io.NewSectionReader(tmp, 0, fi.Size()))
+	return err == nil && same
 }
 
 // sameMeta checks what a stat tells before any content is read.
@@ -64,26 +67,4 @@ func sameMeta(f *os.File, size int64, mode fs.FileMode, owner Owner) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == size &&
 		ModeBits(fi.Mode()) == ModeBits(mode) && ownerMatches(fi, owner)
-}
-
-// sameContent compares two readers to their ends a block at a time.
-func sameContent(a, b io.Reader) bool {
-	bufA, bufB := blocks.Get().(*[compareBlock]byte), blocks.Get().(*[compareBlock]byte)
-	defer blocks.Put(bufA)
-	defer blocks.Put(bufB)
-	for {
-		n, errA := io.ReadFull(a, bufA[:])
-		m, errB := io.ReadFull(b, bufB[:])
-		if n != m || !bytes.Equal(bufA[:n], bufB[:m]) {
-			return false
-		}
-		endA := errA == io.EOF || errA == io.ErrUnexpectedEOF
-		endB := errB == io.EOF || errB == io.ErrUnexpectedEOF
-		switch {
-		case endA && endB:
-			return true
-		case errA != nil || errB != nil:
-			return false
-		}
-	}
 }

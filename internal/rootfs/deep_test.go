@@ -200,7 +200,7 @@ func (e *errReader) Read(p []byte) (int, error) {
 }
 
 func TestWriteFileFromIfChanged(t *testing.T) {
-	big := bytes.Repeat([]byte("0123456789abcdef"), 3*compareBlock/16+7)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*copyBlock/16+7)
 	tests := []struct {
 		name        string
 		old         []byte // nil: no old file
