@@ -41,10 +41,11 @@ const KeepSelfWait = 10 * time.Minute
 func (a AfterHandoff) Wait(ctx context.Context) error {
 	if a.KeepOnly {
 		ctx, cancel := context.WithTimeout(ctx, KeepSelfWait)
-		ready := WaitForRealInit(ctx, a.Root, a.Mounts, nil)
+		last := ""
+		ready := WaitForRealInit(ctx, a.Root, a.Mounts, func(reason string) { last = reason })
 		cancel()
 		if !ready {
-			return fmt.Errorf("the root was not writable within %s; seedinit not kept in it", KeepSelfWait)
+			return fmt.Errorf("seedinit not kept in the root %s: still waiting for it after %s (%s)", a.Root, KeepSelfWait, last)
 		}
 		a.keepSelf()
 		return nil

@@ -35,8 +35,8 @@ func TestAfterHandoffKeepOnlyGivesUp(t *testing.T) {
 	cancel()
 	a := AfterHandoff{Root: root, Mounts: []string{"/var"}, KeepOnly: true, Log: slog.New(slog.DiscardHandler)}
 	err := a.Wait(ctx)
-	if err == nil || !strings.Contains(err.Error(), "seedinit not kept") {
-		t.Fatalf("Wait = %v, want the copy given up", err)
+	if err == nil || !strings.Contains(err.Error(), "seedinit not kept in the root "+root) || !strings.Contains(err.Error(), "/var not mounted yet") {
+		t.Fatalf("Wait = %v, want the copy given up, naming the root and what it waited for", err)
 	}
 	if _, err := os.Stat(filepath.Join(root, KeptBinary)); err == nil {
 		t.Fatal("a copy was made on a root that was not ready")

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedinit/seedinit/apply/stages"
+	"github.com/seedinit/seedinit/internal/samefile"
 	nlink "github.com/seedinit/seedinit/netup/link"
 )
 
@@ -55,8 +56,8 @@ func notReadyReason(root string, mounts []string) string {
 	// While PID 1 is seedinit, it is this process's own parent with the
 	// same credentials, so its executable can be seen: one that cannot
 	// be seen is another program's.
-	pid1, _, err1 := identify(pid1Exe)
-	self, _, err2 := identify(selfExe)
+	pid1, _, err1 := samefile.Identify(pid1Exe)
+	self, _, err2 := samefile.Identify(samefile.SelfExe)
 	if err1 == nil && err2 == nil && pid1 == self {
 		return "PID 1 is still seedinit"
 	}

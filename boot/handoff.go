@@ -21,6 +21,7 @@ import (
 	"github.com/seedinit/seedinit/internal/safego"
 	"github.com/seedinit/seedinit/internal/samefile"
 	"github.com/seedinit/seedinit/netup/live"
+	"github.com/seedinit/seedinit/seed/kept"
 )
 
 // handoff gives the machine to the real init; it does not return. From
@@ -458,7 +459,7 @@ func KeepSelf(rootDir string, self *os.File, log *slog.Logger) error {
 // PID 1's child after the handoff keeps, run from the initramfs's copy
 // that the switch deleted.
 func KeepRunningSelf(rootDir string, log *slog.Logger) error {
-	self, err := os.Open(selfExe)
+	self, err := os.Open(samefile.SelfExe)
 	if err != nil {
 		return fmt.Errorf("keep seedinit in the root: %w", err)
 	}
@@ -495,7 +496,7 @@ func (p *PID1) startAfterHandoff(a afterHandoffPlan, f finalWaitPlan) error {
 	}
 	args := []string{"run", "--stage", stage, "--after-handoff", "--quiet", "--root", "/"}
 	if a.Final {
-		args = append(args, "--seed", SeedCacheDir)
+		args = append(args, "--seed", kept.Dir)
 	}
 	if a.KeepSelf {
 		args = append(args, "--keep-self")
@@ -506,7 +507,7 @@ func (p *PID1) startAfterHandoff(a afterHandoffPlan, f finalWaitPlan) error {
 	if len(f.Network) > 0 {
 		args = append(args, "--wait-for-network", strings.Join(f.Network, ","))
 	}
-	cmd := exec.Command(selfExe, args...)
+	cmd := exec.Command(samefile.SelfExe, args...)
 	cmd.Stdout, cmd.Stderr = p.childConsole(), p.childConsole()
 	cmd.Env = handoffEnv(p.ownCertDir) // it runs in the real root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -514,7 +515,7 @@ func (p *PID1) startAfterHandoff(a afterHandoffPlan, f finalWaitPlan) error {
 	// has set the system up (run --after-handoff takes the normal one
 	// back): nothing it does before may delay the real init's start.
 	if err := startNiced(cmd, backgroundNice); err != nil {
-		return fmt.Errorf("start %s %s: %w", selfExe, strings.Join(args, " "), err)
+		return fmt.Errorf("start %s %s: %w", samefile.SelfExe, strings.Join(args, " "), err)
 	}
 	if a.Final {
 		p.logger().Info("final stage will run after the handoff", "pid", cmd.Process.Pid, "waits_for", FinalStageWaitReason(f.Mounts, f.Network))
@@ -548,7 +549,7 @@ func (p *PID1) execRealInit() {
 	log := p.logger()
 	for _, init := range p.initCandidates() {
 		err := safego.Run("exec "+init, func() {
-			self, err := isSameProgram(init, p.self)
+			self, err := samefile.Program(init, p.self)
 			switch {
 			case errors.Is(err, os.ErrNotExist):
 				log.Debug("no init here", "init", init)
@@ -640,7 +641,7 @@ func rebootForever() {
 // the init candidates after the switch (the initramfs's copy is deleted
 // then). Close-on-exec: the real init does not inherit it.
 func openSelf() *os.File {
-	for _, p := range []string{selfExe, os.Args[0]} {
+	for _, p := range []string{samefile.SelfExe, os.Args[0]} {
 		if f, err := os.Open(p); err == nil {
 			return f
 		}

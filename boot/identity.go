@@ -3,13 +3,10 @@ package boot
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/seedinit/seedinit/internal/samefile"
 )
 
 // PID 1 decides what it is, what the root is and whether a path is itself
@@ -18,20 +15,6 @@ import (
 // initramfs built by u-root makes /init a symlink, and a string compare
 // that missed either made PID 1 exec itself in a loop. What "the same
 // file" and "the same program" mean is internal/samefile's.
-
-// fileID is a file's identity: the device of its filesystem and its inode.
-type fileID = samefile.ID
-
-// identify stats path, following symlinks.
-func identify(path string) (fileID, int64, error) { return samefile.Identify(path) }
-
-// selfExe is this process's executable; it names the running binary even
-// after the initramfs that held it was emptied.
-const selfExe = samefile.SelfExe
-
-// isSameProgram reports whether the program at path is self, by identity
-// or by every byte; see samefile.Program.
-func isSameProgram(path string, self *os.File) (bool, error) { return samefile.Program(path, self) }
 
 // IsInitramfs reports whether "/" is an initramfs: the kernel unpacks one
 // into a ramfs (or a tmpfs), and no disk root is either.

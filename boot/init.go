@@ -23,6 +23,7 @@ import (
 	"github.com/seedinit/seedinit/internal/devprobe"
 	"github.com/seedinit/seedinit/internal/rootfs"
 	"github.com/seedinit/seedinit/internal/safego"
+	"github.com/seedinit/seedinit/internal/samefile"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
 	"github.com/seedinit/seedinit/seed"
@@ -35,7 +36,6 @@ import (
 const (
 	RunDir       = "/run/seedinit"
 	TimelinePath = RunDir + "/timeline.json"
-	SeedCacheDir = kept.Dir
 	sysroot      = "/sysroot"
 )
 
@@ -192,7 +192,7 @@ func (p *PID1) boot() {
 	safego.SetReporter(p.reportPanic)
 	// From here, block devices are probed where a stuck one can be
 	// abandoned (see internal/devprobe); the handoff turns it off.
-	devprobe.Enable(selfExe, func(msg string, args ...any) { p.Log.Warn(msg, args...) })
+	devprobe.Enable(samefile.SelfExe, func(msg string, args ...any) { p.Log.Warn(msg, args...) })
 	p.Timeline = NewTimeline(p.Start, p.Log)
 	p.Reaper = NewReaper()
 	safego.Go("reaper", p.Reaper.Run, nil)

@@ -1,10 +1,8 @@
 package boot
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,7 +10,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedinit/seedinit/internal/samefile"
 	"github.com/seedinit/seedinit/netup/dhcp"
+	"github.com/seedinit/seedinit/netup/keeper"
 	nlink "github.com/seedinit/seedinit/netup/link"
 )
 
@@ -67,11 +67,7 @@ func (p *PID1) noteLeasesToKeep(k *keeperPlan) error {
 		return fmt.Errorf("write the lease keeper's state: %w", err)
 	}
 	if k.LateNICs != nil {
-		b, err := json.Marshal(k.LateNICs)
-		if err == nil {
-			err = os.WriteFile(LateNICsNetwork, b, 0o600)
-		}
-		if err != nil {
+		if err := keeper.WriteNetwork(LateNICsNetwork, k.LateNICs); err != nil {
 			return fmt.Errorf("write the network config for the NICs to come: %w", err)
 		}
 		names := make([]string, len(k.LateNICs.Interfaces))
@@ -101,12 +97,12 @@ func (p *PID1) startLeaseKeeper(k keeperPlan) error {
 		// final stage keeps in the root once that is there.
 		args = append(args, "--move-to", KeptBinary)
 	}
-	cmd := exec.Command(selfExe, args...)
+	cmd := exec.Command(samefile.SelfExe, args...)
 	cmd.Stdout, cmd.Stderr = p.childConsole(), p.childConsole()
 	cmd.Env = handoffEnv(p.ownCertDir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s %s: %w", selfExe, strings.Join(args, " "), err)
+		return fmt.Errorf("start %s %s: %w", samefile.SelfExe, strings.Join(args, " "), err)
 	}
 	p.logger().Info("the DHCP leases are kept after the handoff", "pid", cmd.Process.Pid, "state", LeaseKeeperState)
 	return nil

@@ -17,6 +17,9 @@ const readmeMaxLines = 300
 // markdownLink is [text](target) outside code; images too.
 var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
+// inlineCode is `code` on one line.
+var inlineCode = regexp.MustCompile("`[^`]*`")
+
 // docFiles are README.md and docs/*.md, relative to root.
 func docFiles(t *testing.T, root string) []string {
 	t.Helper()
@@ -42,7 +45,7 @@ func withoutCode(text string) string {
 			continue
 		}
 		if !fenced {
-			out = append(out, regexp.MustCompile("`[^`]*`").ReplaceAllString(line, ""))
+			out = append(out, inlineCode.ReplaceAllString(line, ""))
 		}
 	}
 	return strings.Join(out, "\n")

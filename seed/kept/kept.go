@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/seedinit/seedinit/internal/atomicfile"
+	"github.com/seedinit/seedinit/internal/samefile"
 	"github.com/seedinit/seedinit/seed"
 	"github.com/seedinit/seedinit/seed/ds"
 	"github.com/seedinit/seedinit/seed/trust"
@@ -61,8 +62,11 @@ func save(dir string, s *seed.Seed, d *trust.Decision) error {
 func Decision(seedDir string) (*trust.Decision, error) { return decisionIn(seedDir, Dir) }
 
 func decisionIn(seedDir, dir string) (*trust.Decision, error) {
-	same, err := sameDir(seedDir, dir)
-	if err != nil || !same {
+	// By identity, whatever the path names it by; a folder not there
+	// holds no record.
+	given, _, errGiven := samefile.Identify(seedDir)
+	keeping, _, errKeeping := samefile.Identify(dir)
+	if errGiven != nil || errKeeping != nil || given != keeping {
 		return nil, nil
 	}
 	name := filepath.Join(dir, decisionFile)
@@ -78,20 +82,4 @@ func decisionIn(seedDir, dir string) (*trust.Decision, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &d, nil
-}
-
-// sameDir says whether a and b are the same directory, by identity.
-func sameDir(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }
