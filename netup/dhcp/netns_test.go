@@ -3,8 +3,6 @@ package dhcp
 import (
 	"context"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -15,8 +13,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedinit/seedinit/internal/nstest"
-
-	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // serverLink makes a veth pair: "srv" with 192.0.2.1/24 for the server,
@@ -129,16 +125,9 @@ func TestAcquireDnsmasq(t *testing.T) {
 	if !nstest.Enter(t) {
 		return
 	}
-	dnsmasq, err := exec.LookPath("dnsmasq")
-	if err != nil {
-		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
-	}
 	serverLink(t, "eth0")
 	nstest.Veth(t, "eth1", "deadend", "52:54:00:00:00:99")
-	dir := t.TempDir()
-	cmd := exec.Command(dnsmasq, "--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
-		"--user=root", "--port=0", "--interface=srv", "--bind-interfaces", "--no-resolv", "--no-hosts",
-		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"),
+	nstest.Dnsmasq(t, t.TempDir(), "--interface=srv", "--bind-interfaces",
 		"--dhcp-range=192.0.2.100,192.0.2.100,255.255.255.0,1h",
 		"--dhcp-option=121,169.254.169.254/32,192.0.2.1,198.51.100.0/24,192.0.2.254,0.0.0.0/0,192.0.2.1",
 		"--dhcp-option=3,192.0.2.9",
@@ -146,19 +135,10 @@ func TestAcquireDnsmasq(t *testing.T) {
 		"--dhcp-option=6,192.0.2.53,192.0.2.54",
 		"--dhcp-option=119,example.com,corp.example",
 	)
-	out := &testenv.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Logf("dnsmasq:\n%s", out.String())
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var lease *Lease
+	var err error
 	for attempt := 0; attempt < 3 && lease == nil; attempt++ {
 		// dnsmasq may not be listening yet on the first try.
 		lease, err = AcquireAny(ctx, []string{"eth1", "eth0"}, Options{Timeout: 2 * time.Second, Retries: 2})

@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -223,29 +221,10 @@ func v6ServerLink(t *testing.T, client string) {
 // router advertisements, and stops it when the test ends.
 func startDnsmasq6(t *testing.T, args ...string) {
 	t.Helper()
-	dnsmasq, err := exec.LookPath("dnsmasq")
-	if err != nil {
-		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
-	}
 	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
 		testenv.Skip(t, "this kernel has no IPv6")
 	}
-	dir := t.TempDir()
-	base := []string{"--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
-		"--user=root", "--port=0", "--interface=srv", "--bind-interfaces", "--no-resolv", "--no-hosts",
-		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
-		"--enable-ra", "--log-dhcp"}
-	cmd := exec.Command(dnsmasq, append(base, args...)...)
-	out := &testenv.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Logf("dnsmasq:\n%s", out.String())
-	})
+	nstest.Dnsmasq(t, t.TempDir(), append([]string{"--interface=srv", "--bind-interfaces", "--enable-ra"}, args...)...)
 }
 
 // TestAcquire6Dnsmasq gets a stateful DHCPv6 lease from dnsmasq in a

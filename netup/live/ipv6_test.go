@@ -3,8 +3,6 @@ package live
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -17,8 +15,6 @@ import (
 	"github.com/seedinit/seedinit/internal/nstest"
 	"github.com/seedinit/seedinit/netup/dhcp"
 	"github.com/seedinit/seedinit/netup/model"
-
-	"github.com/seedinit/seedinit/internal/testenv"
 )
 
 // TestPrepareIPv6Plan runs in a namespace because SLAAC plans set the
@@ -79,10 +75,6 @@ func TestApplyIPv6Dnsmasq(t *testing.T) {
 	if !nstest.Enter(t) {
 		return
 	}
-	dnsmasq, err := exec.LookPath("dnsmasq")
-	if err != nil {
-		testenv.Skip(t, "dnsmasq is not installed (apt-get install dnsmasq-base)")
-	}
 	nstest.Veth(t, "eth0", "srv", "52:54:00:00:06:01")
 	nstest.Veth(t, "eth1", "deadend", "52:54:00:00:06:02")
 	srv, _ := netlink.LinkByName("srv")
@@ -94,23 +86,9 @@ func TestApplyIPv6Dnsmasq(t *testing.T) {
 	if err := netlink.LinkSetUp(srv); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(dnsmasq, "--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
-		"--user=root", "--port=0", "--interface=srv", "--bind-interfaces", "--no-resolv", "--no-hosts",
-		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"),
-		"--enable-ra", "--ra-param=srv,3",
+	nstest.Dnsmasq(t, t.TempDir(), "--interface=srv", "--bind-interfaces", "--enable-ra", "--ra-param=srv,3",
 		"--dhcp-range=fd00:77::100,fd00:77::1ff,slaac,64",
 		"--dhcp-option=option6:dns-server,[fd00:77::53]")
-	var out testenv.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Logf("dnsmasq:\n%s", out.String())
-	}()
 	acceptRA := false
 	n := &model.Network{Version: 1, Interfaces: []*model.Interface{
 		{Name: "eth0", Type: model.TypePhysical, MACAddress: "52:54:00:00:06:01",
